@@ -1,0 +1,5 @@
+import sys
+
+from relavium_conformance._cli import main
+
+sys.exit(main())

@@ -1,0 +1,241 @@
+"""Session events: the ``session:*`` namespace, the in-turn events a session carries, the envelope.
+
+Producers build a payload; :class:`EventStamper` adds the envelope (``sessionId``, a per-session
+``sequenceNumber`` starting at 0 with no gaps, and a UTC ``timestamp``) at one point, and only a
+successfully validated event advances the counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import Field, TypeAdapter
+
+from ._shapes import SessionContext, WireModel
+from ._vocabulary import ErrorCode, SessionStopReason
+
+__all__ = [
+    "SESSION_EVENT_TYPES",
+    "AgentApprovalRequested",
+    "AgentReasoning",
+    "AgentToken",
+    "AgentToolCall",
+    "AgentToolResult",
+    "ApprovalPreview",
+    "Clock",
+    "CostUpdated",
+    "EventSink",
+    "EventStamper",
+    "SessionCancelled",
+    "SessionEvent",
+    "SessionExported",
+    "SessionStarted",
+    "SessionTurnCompleted",
+    "SessionTurnStarted",
+    "SystemClock",
+    "TokensUsed",
+    "ToolHistoryEntry",
+    "TurnError",
+    "format_timestamp",
+]
+
+NonNegInt = Annotated[int, Field(ge=0)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Envelope(WireModel):
+    session_id: NonEmpty
+    sequence_number: NonNegInt
+    timestamp: NonEmpty
+
+
+class TokensUsed(WireModel):
+    input: NonNegInt
+    output: NonNegInt
+    model: str | None = None
+
+
+class TurnError(WireModel):
+    code: ErrorCode
+    message: str
+    retryable: bool
+    correlation_id: str | None = None
+
+
+class ToolHistoryEntry(WireModel):
+    """One structural tool call of a completed turn (kit-defined KD-EVT-1): no arguments, no result."""
+
+    tool_call_id: NonEmpty
+    name: NonEmpty
+    is_error: bool
+
+
+class SessionStarted(_Envelope):
+    type: Literal["session:started"] = "session:started"
+    agent_ref: NonEmpty
+    model: NonEmpty
+    context: SessionContext
+
+
+class SessionTurnStarted(_Envelope):
+    type: Literal["session:turn_started"] = "session:turn_started"
+
+
+class SessionTurnCompleted(_Envelope):
+    type: Literal["session:turn_completed"] = "session:turn_completed"
+    stop_reason: SessionStopReason
+    tokens_used: TokensUsed
+    error: TurnError | None = None
+    tool_history: tuple[ToolHistoryEntry, ...] | None = None
+
+
+class SessionCancelled(_Envelope):
+    type: Literal["session:cancelled"] = "session:cancelled"
+
+
+class SessionExported(_Envelope):
+    type: Literal["session:exported"] = "session:exported"
+    workflow_path: NonEmpty
+
+
+class AgentToken(_Envelope):
+    type: Literal["agent:token"] = "agent:token"
+    node_id: NonEmpty
+    token: str
+    model: NonEmpty
+
+
+class AgentReasoning(_Envelope):
+    type: Literal["agent:reasoning"] = "agent:reasoning"
+    node_id: NonEmpty
+    text: str
+    model: NonEmpty
+
+
+class AgentToolCall(_Envelope):
+    type: Literal["agent:tool_call"] = "agent:tool_call"
+    node_id: NonEmpty
+    model: NonEmpty
+    tool_id: NonEmpty
+    tool_input: Any = None
+    attempt_number: NonNegInt | None = None
+
+
+class AgentToolResult(_Envelope):
+    type: Literal["agent:tool_result"] = "agent:tool_result"
+    node_id: NonEmpty
+    tool_id: NonEmpty
+    success: bool
+    output_summary: str
+    attempt_number: NonNegInt | None = None
+
+
+class CostUpdated(_Envelope):
+    type: Literal["cost:updated"] = "cost:updated"
+    node_id: NonEmpty
+    model: NonEmpty
+    input_tokens: NonNegInt
+    output_tokens: NonNegInt
+    cost_microcents: NonNegInt
+    cumulative_cost_microcents: NonNegInt
+    attempt_number: NonNegInt | None = None
+    priced: bool | None = None
+
+
+class ApprovalPreview(WireModel):
+    path: str | None = None
+    command: str | None = None
+    host: str | None = None
+
+
+class AgentApprovalRequested(_Envelope):
+    type: Literal["agent:approval_requested"] = "agent:approval_requested"
+    node_id: NonEmpty
+    tool_id: NonEmpty
+    action: Literal["fs_write", "process", "egress", "os"]
+    preview: ApprovalPreview
+    attempt_number: NonNegInt | None = None
+
+
+SessionEvent = Annotated[
+    SessionStarted
+    | SessionTurnStarted
+    | SessionTurnCompleted
+    | SessionCancelled
+    | SessionExported
+    | AgentToken
+    | AgentReasoning
+    | AgentToolCall
+    | AgentToolResult
+    | CostUpdated
+    | AgentApprovalRequested,
+    Field(discriminator="type"),
+]
+
+SESSION_EVENT_ADAPTER: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)
+
+SESSION_EVENT_TYPES: tuple[str, ...] = (
+    "session:started",
+    "session:turn_started",
+    "session:turn_completed",
+    "session:cancelled",
+    "session:exported",
+)
+
+EventSink = Callable[[SessionEvent], Awaitable[None]]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """ISO 8601, UTC, millisecond precision, ``Z`` suffix."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class EventStamper:
+    """Adds the envelope to event payloads for one session and hands them to the sink, in order."""
+
+    def __init__(self, session_id: str, sink: EventSink, clock: Clock) -> None:
+        self._session_id = session_id
+        self._sink = sink
+        self._clock = clock
+        self._next = 0
+
+    @property
+    def next_sequence(self) -> int:
+        return self._next
+
+    async def emit(self, event_type: type[WireModel], **payload: Any) -> SessionEvent:
+        draft = {
+            "type": event_type.model_fields["type"].default,
+            "sessionId": self._session_id,
+            "sequenceNumber": self._next,
+            "timestamp": format_timestamp(self._clock.now()),
+            **{_camel(key): _wire(value) for key, value in payload.items() if value is not None},
+        }
+        event = SESSION_EVENT_ADAPTER.validate_python(draft)
+        self._next += 1
+        await self._sink(event)
+        return event
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, WireModel):
+        return value.to_wire()
+    if isinstance(value, tuple | list):
+        return [_wire(item) for item in value]
+    return value

@@ -1,0 +1,49 @@
+"""The project's own wiring: CI runs the README's command, data is found, the surface is closed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import relavium_conformance
+import relavium_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fenced_after(marker: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(re.escape(marker) + r"\s*```sh\n(.*?)\n```", text, re.S)
+    assert match, f"README has no command after {marker}"
+    return match.group(1)
+
+
+def test_ci_script_extracts_exactly_the_readme_test_command() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    awk = re.search(r"command=\$\((awk .*?README\.md)\)", script)
+    assert awk, ".ci/run no longer reads its command from the README"
+    extracted = subprocess.run(
+        ["bash", "-c", awk.group(1)], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert extracted == _fenced_after("<!-- test-command -->")
+    assert "pytest" in extracted
+
+
+def test_readme_main_command_runs_the_kit() -> None:
+    assert "relavium-conformance run" in _fenced_after("<!-- main-command -->")
+
+
+def test_packages_declare_their_public_surface() -> None:
+    for package in (relavium_reference, relavium_conformance):
+        assert (Path(package.__file__).parent / "py.typed").is_file()
+        for name in package.__all__:
+            assert hasattr(package, name), f"{package.__name__}.{name} is listed but missing"
+        public = {n for n in vars(package) if not n.startswith("_")} - {"annotations"}
+        unlisted = {n for n in public if not isinstance(getattr(package, n), type(package))}
+        assert unlisted <= set(package.__all__), sorted(unlisted - set(package.__all__))
+
+
+def test_data_folders_are_found() -> None:
+    assert relavium_conformance.fixtures_dir().is_dir()
+    assert relavium_conformance.schemas_dir().is_dir()
