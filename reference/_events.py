@@ -7,6 +7,7 @@ successfully validated event advances the counter.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Protocol
@@ -209,23 +210,33 @@ class EventStamper:
         self._sink = sink
         self._clock = clock
         self._next = 0
+        self._lock = asyncio.Lock()
 
     @property
     def next_sequence(self) -> int:
         return self._next
 
     async def emit(self, event_type: type[WireModel], **payload: Any) -> SessionEvent:
-        draft = {
-            "type": event_type.model_fields["type"].default,
-            "sessionId": self._session_id,
-            "sequenceNumber": self._next,
-            "timestamp": format_timestamp(self._clock.now()),
-            **{_camel(key): _wire(value) for key, value in payload.items() if value is not None},
-        }
-        event = SESSION_EVENT_ADAPTER.validate_python(draft)
-        self._next += 1
-        await self._sink(event)
-        return event
+        """Stamp and deliver one event.
+
+        Delivery is shielded and serialised: a cancelled producer cannot leave a stamped event
+        undelivered (which would open a gap), and the sink sees events in sequence order.
+        """
+        return await asyncio.shield(self._emit_in_order(event_type, payload))
+
+    async def _emit_in_order(self, event_type: type[WireModel], payload: dict[str, Any]) -> SessionEvent:
+        async with self._lock:
+            draft = {
+                "type": event_type.model_fields["type"].default,
+                "sessionId": self._session_id,
+                "sequenceNumber": self._next,
+                "timestamp": format_timestamp(self._clock.now()),
+                **{_camel(key): _wire(value) for key, value in payload.items() if value is not None},
+            }
+            event = SESSION_EVENT_ADAPTER.validate_python(draft)
+            self._next += 1
+            await self._sink(event)
+            return event
 
 
 def _camel(name: str) -> str:

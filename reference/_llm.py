@@ -82,9 +82,7 @@ class ReasoningPart(_Mutable):
     signature: str | None = None
 
 
-ContentPart = Annotated[
-    TextPart | ToolCallPart | ToolResultPart | ReasoningPart, Field(discriminator="type")
-]
+ContentPart = Annotated[TextPart | ToolCallPart | ToolResultPart | ReasoningPart, Field(discriminator="type")]
 
 
 class LlmMessage(_Mutable):
