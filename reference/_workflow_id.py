@@ -5,8 +5,8 @@ A usable title becomes an ASCII kebab-case slug:
 1. NFKD compatibility decomposition;
 2. every combining mark (Unicode general category ``M*``: ``Mn``, ``Mc``, ``Me``) is removed;
 3. full (locale-free) lowercase;
-4. the two explicit mappings ``ı`` (U+0131) to ``i`` and ``ß`` (U+00DF) to ``ss``; they run *after*
-   lowercasing, so the capital sharp s ``ẞ`` (U+1E9E, which lowercases to ``ß``) also becomes ``ss``;
+4. the two explicit mappings dotless i (U+0131) to ``i`` and sharp s (U+00DF) to ``ss``; they run *after*
+   lowercasing, so the capital sharp s (U+1E9E, which lowercases to U+00DF) also becomes ``ss``;
 5. every maximal run of characters outside ``[a-z0-9]`` (ASCII punctuation, spaces and any non-ASCII
    character that is left) is one separator; separators at either end are dropped;
 6. the slug is cut to 128 characters and any separator left at the cut end is dropped.
