@@ -64,7 +64,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def one_line(text: str, limit: int = _REASON_LIMIT) -> str:
     """Collapse ``text`` to one line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    flat = _WHITESPACE.sub(" ", text).strip()
+    flat = _LONE_SURROGATE.sub("\ufffd", _WHITESPACE.sub(" ", text)).strip()
     if len(flat) > limit:
         return flat[: limit - 1].rstrip() + "\u2026"
     return flat
