@@ -19,7 +19,7 @@ from enum import IntEnum, StrEnum
 from importlib import metadata
 from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from ._errors import KitUsageError
 
@@ -346,7 +346,7 @@ class RunResult(_Model):
     summary: Summary
     cases: tuple[CaseResult, ...]
     clauses: tuple[ClauseResult, ...]
-    started_at: datetime
+    started_at: AwareDatetime
     duration_ms: Annotated[float, Field(ge=0)]
     baseline: BaselineComparison | None = None
 

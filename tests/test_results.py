@@ -336,3 +336,14 @@ def test_every_exit_code_is_documented_with_its_number() -> None:
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     documented = dict(re.findall(r"^\| `(\d)` \| `([A-Z_]+)` \|", text, re.M))
     assert documented == {str(int(code)): code.name for code in ExitCode}
+
+
+def test_run_refuses_a_start_time_without_a_time_zone() -> None:
+    with pytest.raises(ValidationError, match="timezone"):
+        RunResult.build(
+            implementation=IMPL,
+            cases=[],
+            catalogue=[],
+            started_at=datetime(2026, 11, 30, 4, 0),  # naive on purpose
+            duration_ms=0,
+        )
