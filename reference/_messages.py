@@ -33,6 +33,7 @@ from ._shapes import KEBAB_ID_PATTERN, AgentSnapshot, SessionContext, WireModel
 __all__ = [
     "ISO_TIMESTAMP_PATTERN",
     "MEDIA_HANDLE_PATTERN",
+    "REFUSAL_MESSAGES",
     "SCHEMA_DRAFT",
     "TOOL_CALL_ID_PATTERN",
     "TOOL_NAME_PATTERN",
@@ -50,6 +51,7 @@ __all__ = [
     "ToolAttachment",
     "ToolCallPart",
     "ToolResultPart",
+    "fixed_validation_error",
     "json_schemas",
     "message_text",
     "parse_agent_session_record",
@@ -76,7 +78,7 @@ NonNegative = Annotated[StrictInt, Field(ge=0)]
 Timestamp = Annotated[StrictStr, Field(pattern=ISO_TIMESTAMP_PATTERN)]
 
 # Fixed refusal messages (KD-MSG-2).  Error types are ours; ``parse_*`` turn them into messages.
-_REFUSALS: dict[str, str] = {
+REFUSAL_MESSAGES: dict[str, str] = {
     "raw_tool_arguments": "raw tool arguments are not allowed in a session message",
     "raw_tool_result": "raw tool results are not allowed in a session message",
     "reasoning_signature": "reasoning signatures are not allowed in a session message",
@@ -85,6 +87,7 @@ _REFUSALS: dict[str, str] = {
     "part_not_allowed_for_role": "content part not allowed for this message role",
     "tool_row_shape": "a tool message holds exactly one tool result",
     "compaction_not_system": "a compaction boundary is only allowed on a system message",
+    "turn_draft_invalid": "a message draft breaks the session message rules",
     "bad_timestamp": "timestamp must be ISO 8601 with an offset",
     "media_duration_not_timed": "durationMs is only allowed on audio or video media",
     "extra_forbidden": "unknown field refused",
@@ -98,7 +101,7 @@ _RAW_RESULT_KEYS = frozenset({"result", "content", "output"})
 
 
 def _refuse(kind: str) -> PydanticCustomError:
-    return PydanticCustomError(kind, _REFUSALS[kind])
+    return PydanticCustomError(kind, REFUSAL_MESSAGES[kind])
 
 
 class TextPart(WireModel):
@@ -307,11 +310,19 @@ def message_text(content: tuple[Any, ...] | list[Any]) -> str:
     return "\n\n".join(part.text for part in content if isinstance(part, TextPart))
 
 
-def _fixed_error(exc: ValidationError, model_name: str) -> InvalidInputError:
+def fixed_validation_error(
+    exc: ValidationError, model_name: str, extra_messages: dict[str, str] | None = None
+) -> InvalidInputError:
+    """Turn a validation failure into :class:`InvalidInputError` with a fixed, value-free message.
+
+    A refusal of forbidden content (raw arguments or results, signatures, inline media) is
+    reported in preference to any other error found in the same input.
+    """
     errors = exc.errors()
     chosen = next((e for kind in _PRIORITY for e in errors if e["type"] == kind), errors[0])
     location = ".".join(str(part) for part in chosen["loc"])
-    message = _REFUSALS.get(chosen["type"], f"invalid {model_name}: {chosen['type']}")
+    known = {**REFUSAL_MESSAGES, **(extra_messages or {})}
+    message = known.get(chosen["type"], f"invalid {model_name}: {chosen['type']}")
     return InvalidInputError(message, location=location)
 
 
@@ -320,7 +331,7 @@ def parse_session_message(data: Any) -> SessionMessage:
     try:
         return SessionMessage.model_validate(data)
     except ValidationError as exc:
-        raise _fixed_error(exc, "SessionMessage") from None
+        raise fixed_validation_error(exc, "SessionMessage") from None
 
 
 def parse_content_part(data: Any) -> TextPart | ToolCallPart | ToolResultPart | ReasoningPart | MediaPart:
@@ -336,7 +347,7 @@ def parse_content_part(data: Any) -> TextPart | ToolCallPart | ToolResultPart | 
     try:
         return SessionMessage.model_validate(probe).content[0]
     except ValidationError as exc:
-        raise _fixed_error(exc, "SessionContentPart") from None
+        raise fixed_validation_error(exc, "SessionContentPart") from None
 
 
 def _role_for_part(data: Any) -> str:
@@ -349,12 +360,12 @@ def parse_agent_session_record(data: Any) -> AgentSessionRecord:
     try:
         return AgentSessionRecord.model_validate(data)
     except ValidationError as exc:
-        raise _fixed_error(exc, "AgentSessionRecord") from None
+        raise fixed_validation_error(exc, "AgentSessionRecord") from None
 
 
 _SCHEMA_IDS = {
-    "session-message": "https://relavium.dev/conformance/schemas/session-message.schema.json",
-    "agent-session-record": "https://relavium.dev/conformance/schemas/agent-session-record.schema.json",
+    "session-message": "urn:relavium-conformance:schema:session-message",
+    "agent-session-record": "urn:relavium-conformance:schema:agent-session-record",
 }
 
 
@@ -363,6 +374,10 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for stem, model in (("session-message", SessionMessage), ("agent-session-record", AgentSessionRecord)):
         body = model.model_json_schema(by_alias=True, mode="validation")
+        for definition in body.get("$defs", {}).values():
+            # The discriminator is required on the wire even where the Python model defaults it.
+            if "const" in definition.get("properties", {}).get("type", {}):
+                definition["required"] = ["type", *definition.get("required", [])]
+                definition["properties"]["type"].pop("default", None)
         out[stem] = {"$schema": SCHEMA_DRAFT, "$id": _SCHEMA_IDS[stem], **body}
     return out
-
