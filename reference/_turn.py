@@ -266,6 +266,8 @@ async def _one_attempt(
                     _parse_args(calls[chunk.id])
             elif isinstance(chunk, StopChunk):
                 progress.usage = progress.usage + chunk.usage
+                if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
+                    progress.resolved = True  # the final reply is in: a later abort is a no-op
                 await setup.stamper.emit(
                     CostUpdated,
                     node_id=setup.node_id,

@@ -1,0 +1,80 @@
+"""JSON Schemas (draft 2020-12) generated from the engine's boundary models.
+
+``schemas/`` holds the committed copies; ``tests/test_schemas.py`` fails when a committed file and its
+model drift apart.  Regenerate with ``python -m relavium_reference._schemas`` (writes ``schemas/``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ._commands import UserCommandOutcome
+from ._events import SessionEvent
+from ._llm import LlmRequest, StreamChunk
+from ._scripted import ProviderScript
+from ._session import TurnResult
+from ._shapes import AgentSnapshot, SessionContext
+from ._vocabulary import ErrorCode, SessionStopReason
+
+__all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "write_schemas"]
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_ID_BASE = "https://relavium.dev/conformance/schemas/"
+
+_SOURCES: dict[str, tuple[Any, str]] = {
+    "session-context.schema.json": (SessionContext, "The session context a session runs against."),
+    "agent-snapshot.schema.json": (AgentSnapshot, "The frozen agent a session binds."),
+    "session-event.schema.json": (SessionEvent, "One event of a session's stream, envelope included."),
+    "error-code.schema.json": (
+        ErrorCode,
+        "The closed error-code enum (companion enum plus context_overflow).",
+    ),
+    "session-stop-reason.schema.json": (SessionStopReason, "The six session stop reasons."),
+    "llm-request.schema.json": (LlmRequest, "A request as a provider receives it."),
+    "stream-chunk.schema.json": (StreamChunk, "One chunk of a provider stream."),
+    "provider-script.schema.json": (ProviderScript, "A ScriptedProvider script."),
+    "turn-result.schema.json": (TurnResult, "What sendMessage returns."),
+    "user-command-outcome.schema.json": (UserCommandOutcome, "What runUserCommand returns."),
+}
+
+# Other modules contribute their own generated schemas here (name -> generator).
+EXTRA_SOURCES: list[Callable[[], dict[str, dict[str, Any]]]] = []
+
+
+def _schema_for(name: str, source: Any, title: str) -> dict[str, Any]:
+    schema = TypeAdapter(source).json_schema(by_alias=True)
+    return {"$schema": SCHEMA_DIALECT, "$id": _ID_BASE + name, "description": title, **schema}
+
+
+def engine_schemas() -> dict[str, dict[str, Any]]:
+    """File name -> schema, for every boundary model of the engine."""
+    out = {name: _schema_for(name, source, title) for name, (source, title) in _SOURCES.items()}
+    for extra in EXTRA_SOURCES:
+        out.update(extra())
+    return out
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, schema in engine_schemas().items():
+        path = directory / name
+        path.write_text(render(schema), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "schemas"
+    for path in write_schemas(target):
+        print(path)
