@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from ._catalogue import CLAUSE_ID_PATTERN
 from ._errors import KitUsageError
 from ._results import (
     CASE_ID_PATTERN,
-    CLAUSE_ID_PATTERN,
     BaselineComparison,
     CaseStatus,
     RunResult,

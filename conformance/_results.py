@@ -21,11 +21,11 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from ._catalogue import CLAUSE_ID_PATTERN
 from ._errors import KitUsageError
 
 __all__ = [
     "CASE_ID_PATTERN",
-    "CLAUSE_ID_PATTERN",
     "RESULTS_VERSION",
     "BaselineComparison",
     "CaseResult",
@@ -54,8 +54,6 @@ RESULTS_VERSION = 1
 CASE_ID_PATTERN = r"^[^/\s]+(?:/[^/\s]+)+$"
 """A case id is a path of at least two segments; the first segment is the case's area."""
 
-CLAUSE_ID_PATTERN = r"^[A-Z]{2}-[A-Z0-9]+-[0-9]{3,}$"
-"""``AS-LIFE-001``: document, area, number."""
 
 _REASON_LIMIT = 300
 _WHITESPACE = re.compile(r"\s+")

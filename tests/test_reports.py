@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from relavium_conformance._catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitError
 from relavium_conformance._reports import (
@@ -29,6 +30,7 @@ from relavium_conformance._reports import (
     write_markdown,
 )
 from relavium_conformance._results import (
+    CASE_ID_PATTERN,
     BaselineComparison,
     CaseResult,
     ClauseInfo,
@@ -111,6 +113,16 @@ def test_schemas_are_valid_draft_2020_12(name: str) -> None:
     schema = json.loads((schemas_dir() / name).read_text(encoding="utf-8"))
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     Draft202012Validator.check_schema(schema)
+
+
+def test_schemas_use_the_models_id_patterns() -> None:
+    results = json.loads((schemas_dir() / "results.schema.json").read_text(encoding="utf-8"))
+    baseline = json.loads((schemas_dir() / "baseline.schema.json").read_text(encoding="utf-8"))
+    assert results["$defs"]["clauseId"]["pattern"] == CLAUSE_ID_PATTERN
+    assert results["$defs"]["caseId"]["pattern"] == CASE_ID_PATTERN
+    entry = baseline["properties"]["known_failures"]["items"]["properties"]
+    assert entry["clauses"]["items"]["pattern"] == CLAUSE_ID_PATTERN
+    assert entry["case"]["pattern"] == CASE_ID_PATTERN
 
 
 def test_written_json_validates_against_the_schema(tmp_path: Path) -> None:
@@ -269,6 +281,21 @@ def test_junit_parses_with_one_suite_per_area_and_right_counts(tmp_path: Path) -
             assert testcase.get("classname") == suite.get("name")
             assert str(testcase.get("name")).startswith(f"{suite.get('name')}/")
     assert len(root.findall(".//testcase")) == 5
+
+
+def test_junit_counts_each_status_separately() -> None:
+    cases = [
+        *(case(f"a/p{i}") for i in range(3)),
+        *(case(f"a/f{i}", "failed") for i in range(2)),
+        case("a/e0", "errored"),
+        *(case(f"b/u{i}", "unsupported") for i in range(4)),
+    ]
+    root = junit_tree(make_run(*cases, catalogue=[]))
+    counts = {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")}
+    assert counts == {"tests": "10", "failures": "2", "errors": "1", "skipped": "4"}
+    a, b = root.findall("testsuite")
+    assert {k: a.get(k) for k in counts} == {"tests": "6", "failures": "2", "errors": "1", "skipped": "0"}
+    assert {k: b.get(k) for k in counts} == {"tests": "4", "failures": "0", "errors": "0", "skipped": "4"}
 
 
 def test_junit_testcase_children_follow_the_case_status() -> None:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from relavium_conformance._catalogue import load_catalogue
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._results import (
     BaselineComparison,
@@ -201,6 +202,19 @@ def test_case_citing_a_clause_missing_from_the_catalogue_is_a_usage_error() -> N
 def test_catalogue_entry_with_unknown_status_is_a_usage_error() -> None:
     with pytest.raises(KitUsageError, match="unknown status"):
         aggregate_clauses([], [ClauseInfo("AS-LIFE-001", "normative")])
+
+
+def test_aggregation_accepts_the_kits_own_catalogue() -> None:
+    catalogue = load_catalogue().clauses
+    testable = next(c for c in catalogue if c.status == "testable")
+    unobservable = next(c for c in catalogue if c.status in ("host-specific", "informative"))
+    cases = [case("area/x", "passed", testable.id, unobservable.id)]
+    results = {r.id: r for r in aggregate_clauses(cases, catalogue)}
+    assert len(results) == len(catalogue)
+    assert results[testable.id].status is ClauseStatus.PASSED
+    assert results[unobservable.id].status is ClauseStatus.NOT_APPLICABLE
+    untested = sum(r.status is ClauseStatus.UNTESTED for r in results.values())
+    assert untested == sum(c.status in ("testable", "kit-defined") for c in catalogue) - 1
 
 
 _STATUSES = st.sampled_from(list(CaseStatus))
