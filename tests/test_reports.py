@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from relavium_conformance._catalogue import CLAUSE_ID_PATTERN
@@ -514,3 +516,55 @@ def test_exit_line_names_empty_and_unstarted_runs() -> None:
     assert exit_line(make_run(catalogue=[])) == "exit 4: NO CASES SELECTED"
     unstarted = make_run(case("a/b", "errored", handshake_failed=True), catalogue=[])
     assert exit_line(unstarted).startswith("exit 3: IMPLEMENTATION NOT STARTED")
+
+
+# --- every run the model accepts, every report accepts -------------------------------------------------
+
+_text = st.text(max_size=40)
+_reason = _text.filter(lambda s: s.strip() != "")
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=6,
+)
+_difference = st.fixed_dictionaries({"path": _text, "expected": _json, "actual": _json, "message": _text})
+_CLAUSE_IDS = [c.id for c in CATALOGUE]
+
+
+@st.composite
+def case_results(draw: st.DrawFn) -> CaseResult:
+    area = draw(st.sampled_from(["lifecycle", "turns", "memory"]))
+    name = draw(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True))
+    status = draw(st.sampled_from(["passed", "failed", "errored", "unsupported"]))
+    data: dict[str, Any] = {
+        "id": f"{area}/{name}",
+        "title": draw(_text),
+        "status": status,
+        "clauses": draw(st.lists(st.sampled_from(_CLAUSE_IDS), unique=True, max_size=3)),
+        "duration_ms": draw(st.floats(min_value=0, max_value=1e6)),
+    }
+    if status != "passed":
+        data["reason"] = draw(_reason)
+    if status == "failed":
+        data["differences"] = draw(st.lists(_difference, max_size=3))
+    if status == "errored":
+        data["stderr_tail"] = draw(st.none() | st.text(max_size=80))
+        data["handshake_failed"] = draw(st.booleans())
+    return CaseResult.model_validate(data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(case_results(), unique_by=lambda c: c.id, max_size=6))
+def test_every_valid_run_yields_schema_valid_json_parseable_junit_and_markdown(
+    cases: list[CaseResult],
+) -> None:
+    run = make_run(*cases)
+    document = results_document(run)  # raises if the schema and the model disagree
+    assert RunResult.model_validate(json.loads(json.dumps(document))) == run
+    root = ET.fromstring(ET.tostring(junit_tree(run), encoding="utf-8"))
+    check_junit_shape(root)
+    assert root.get("tests") == str(len(cases))
+    text = markdown_report(run)
+    for failed in run.failures():
+        assert f"`{failed.id}`" in text
+    TerminalReporter(io.StringIO(), environ={}).summary(run)
