@@ -23,9 +23,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+
+from relavium_reference._shapes import StrictModel
 
 from ._catalogue import CLAUSE_ID_PATTERN
 from ._errors import KitUsageError
@@ -49,17 +51,13 @@ __all__ = [
 ]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
-
-class KnownFailure(_Model):
+class KnownFailure(StrictModel):
     case: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
     reason: Annotated[str, Field(min_length=1)]
     clauses: tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...] = ()
 
 
-class Baseline(_Model):
+class Baseline(StrictModel):
     implementation: Annotated[str, Field(min_length=1)] | None = None
     known_failures: tuple[KnownFailure, ...]
 

@@ -19,7 +19,9 @@ from enum import IntEnum, StrEnum
 from importlib import metadata
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
+
+from relavium_reference._shapes import StrictModel
 
 from ._catalogue import CLAUSE_ID_PATTERN
 from ._errors import KitUsageError
@@ -75,10 +77,6 @@ def area_of(case_id: str) -> str:
     return case_id.split("/", 1)[0]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
-
 # --- cases -------------------------------------------------------------------------------------------
 
 
@@ -89,7 +87,7 @@ class CaseStatus(StrEnum):
     UNSUPPORTED = "unsupported"  # the case needs a capability the implementation did not declare
 
 
-class Difference(_Model):
+class Difference(StrictModel):
     """One expected observation that was not met.  ``path`` locates it in the observations."""
 
     path: str
@@ -106,7 +104,7 @@ class Difference(_Model):
 ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
 
 
-class CaseResult(_Model):
+class CaseResult(StrictModel):
     """The outcome of one conformance case.
 
     ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
@@ -206,7 +204,7 @@ _CHECKED_STATUSES = frozenset({"testable", "kit-defined"})
 _UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
 
 
-class ClauseResult(_Model):
+class ClauseResult(StrictModel):
     id: ClauseId
     status: ClauseStatus
     cases: tuple[str, ...] = ()
@@ -264,7 +262,7 @@ def _clause_status(statuses: Iterable[CaseStatus]) -> ClauseStatus:
 # --- the run -----------------------------------------------------------------------------------------
 
 
-class KitInfo(_Model):
+class KitInfo(StrictModel):
     name: str = "relavium-conformance"
     version: str
 
@@ -278,7 +276,7 @@ class KitInfo(_Model):
         return cls(version=version)
 
 
-class ImplementationInfo(_Model):
+class ImplementationInfo(StrictModel):
     """Who was tested: as declared by the adapter (the stdio ``hello`` or the in-process adapter)."""
 
     name: Annotated[str, Field(min_length=1)]
@@ -288,7 +286,7 @@ class ImplementationInfo(_Model):
     adapter: str  # the transport, e.g. "in-process" or "stdio"
 
 
-class Summary(_Model):
+class Summary(StrictModel):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
     errored: Annotated[int, Field(ge=0)]
@@ -312,12 +310,12 @@ class StaleWhy(StrEnum):
     MISSING = "missing"  # the kit has no case with the listed id
 
 
-class StaleEntry(_Model):
+class StaleEntry(StrictModel):
     case: str
     why: StaleWhy
 
 
-class BaselineComparison(_Model):
+class BaselineComparison(StrictModel):
     """How a run compares with a baseline of known failures (see ``_baseline.compare``).
 
     ``not_run`` lists baseline entries whose case exists but was not selected, or was unsupported, in this
@@ -335,7 +333,7 @@ class BaselineComparison(_Model):
         return not self.new_failures and not self.stale_entries
 
 
-class RunResult(_Model):
+class RunResult(StrictModel):
     """One run of the kit against one implementation."""
 
     results_version: Literal[1] = 1
