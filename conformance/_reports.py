@@ -457,9 +457,10 @@ class TerminalReporter:
             clauses = f" [{', '.join(case.clauses)}]" if case.clauses else ""
             note = _baseline_note(run.baseline, case) if run.baseline is not None else ""
             note = f" ({note})" if note else ""
-            out.write(f"{word} {case.id}{clauses}{note}: {case.reason}\n")
+            # the implementation's words go through _printable: its escapes must not drive our terminal
+            out.write(f"{word} {case.id}{clauses}{note}: {_printable(case.reason or '')}\n")
             if case.differences:
-                out.write(f"    {_difference_line(case.differences[0])}\n")
+                out.write(f"    {_printable(_difference_line(case.differences[0]))}\n")
                 if len(case.differences) > 1:
                     out.write(f"    ... and {len(case.differences) - 1} more difference(s)\n")
 

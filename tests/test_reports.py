@@ -489,6 +489,14 @@ def test_summary_has_area_table_first_difference_and_exit_line() -> None:
     assert lines[-1] == "exit 1: FAILED (2 failed or errored cases)"
 
 
+def test_summary_does_not_pass_the_implementations_escapes_to_the_terminal() -> None:
+    run = make_run(case("a/b", "errored", reason="\x1b[2Jcleared your screen"), catalogue=[])
+    stream = FakeTty()
+    TerminalReporter(stream, environ={}).summary(run)
+    assert "\x1b[2J" not in stream.getvalue()
+    assert "ERRORED\x1b[0m a/b: cleared your screen" in stream.getvalue()
+
+
 def test_summary_reports_baseline_and_its_verdict() -> None:
     run = make_run(case("a/b", "failed"), case("a/c"), catalogue=[])
     known = run.with_baseline(BaselineComparison(file="known.yaml", known_failures=("a/b",)))
