@@ -363,21 +363,34 @@ def parse_agent_session_record(data: Any) -> AgentSessionRecord:
         raise fixed_validation_error(exc, "AgentSessionRecord") from None
 
 
-_SCHEMA_IDS = {
-    "session-message": "urn:relavium-conformance:schema:session-message",
-    "agent-session-record": "urn:relavium-conformance:schema:agent-session-record",
+_SCHEMA_ID_BASE = "https://relavium.dev/conformance/schemas/"
+_SCHEMA_SOURCES: dict[str, tuple[type[WireModel], str]] = {
+    "session-message.schema.json": (
+        SessionMessage,
+        "One durable, append-only session transcript row with its strict session-only content parts.",
+    ),
+    "agent-session-record.schema.json": (AgentSessionRecord, "The durable session row."),
 }
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """The committed JSON Schemas, generated from the models: ``{file stem: schema}``."""
+    """The committed JSON Schemas generated from the models: ``{file name: schema}``.
+
+    Same layout as :mod:`relavium_reference._schemas` (dialect, ``$id`` under the kit's base, a
+    description).  The content-part discriminator ``type`` is required on the wire, although the
+    Python models default it.
+    """
     out: dict[str, dict[str, Any]] = {}
-    for stem, model in (("session-message", SessionMessage), ("agent-session-record", AgentSessionRecord)):
+    for name, (model, description) in _SCHEMA_SOURCES.items():
         body = model.model_json_schema(by_alias=True, mode="validation")
         for definition in body.get("$defs", {}).values():
-            # The discriminator is required on the wire even where the Python model defaults it.
             if "const" in definition.get("properties", {}).get("type", {}):
                 definition["required"] = ["type", *definition.get("required", [])]
                 definition["properties"]["type"].pop("default", None)
-        out[stem] = {"$schema": SCHEMA_DRAFT, "$id": _SCHEMA_IDS[stem], **body}
+        out[name] = {
+            "$schema": SCHEMA_DRAFT,
+            "$id": _SCHEMA_ID_BASE + name,
+            "description": description,
+            **body,
+        }
     return out
