@@ -106,13 +106,16 @@ AREAS: dict[str, dict[str, str]] = {
         "USE": "usage coverage through session lifetime",
     },
     "SS": {
-        "GEN": "the store's general contract",
-        "PLACE": "placement obligations",
-        "OWN": "ownership",
-        "REG": "registration",
-        "LIFE": "acquire, forget, fork",
-        "HIST": "history rows and the bounded tail",
+        "GEN": "the store's general contract: conflicts, durability declaration",
         "TYPE": "record and row shapes",
+        "LIFE": "acquire, touch, release, forget, pin, size, dispose",
+        "PLACE": "placement of subagent sessions and its six obligations",
+        "RUN": "task-run notes and the session list",
+        "FORK": "forking a session",
+        "OWN": "the three states of ownerOf",
+        "REG": "first-write-wins register",
+        "INC": "incarnationOf",
+        "HIST": "boundedTail and hasConversationContent",
     },
 }
 

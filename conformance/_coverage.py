@@ -244,6 +244,9 @@ def _declaration_owners(lines: Sequence[str]) -> list[str]:
     for line in lines:
         stripped = line.strip()
         name = ""
+        if stripped.startswith(("export {", "export type {", "import ")):
+            owners.append("module")  # re-exports and imports document nothing
+            continue
         top = _TOP_LEVEL.match(stripped)
         if depth == 0 and top:
             name = top.group(1)
