@@ -320,7 +320,8 @@ def fixed_validation_error(
     """
     errors = exc.errors()
     chosen = next((e for kind in _PRIORITY for e in errors if e["type"] == kind), errors[0])
-    location = ".".join(str(part) for part in chosen["loc"])
+    path = chosen["loc"][:-1] if chosen["type"] == "extra_forbidden" else chosen["loc"]
+    location = ".".join(str(part) for part in path)  # an unknown key is input: never echoed
     known = {**REFUSAL_MESSAGES, **(extra_messages or {})}
     message = known.get(chosen["type"], f"invalid {model_name}: {chosen['type']}")
     return InvalidInputError(message, location=location)
@@ -385,7 +386,8 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         body = model.model_json_schema(by_alias=True, mode="validation")
         for definition in body.get("$defs", {}).values():
             if "const" in definition.get("properties", {}).get("type", {}):
-                definition["required"] = ["type", *definition.get("required", [])]
+                required = definition.get("required", [])
+                definition["required"] = ["type", *(name for name in required if name != "type")]
                 definition["properties"]["type"].pop("default", None)
         out[name] = {
             "$schema": SCHEMA_DRAFT,
