@@ -1,0 +1,282 @@
+"""Golden transcripts: the YAML case format, its strict model, and discovery.
+
+A case is one scenario (see ``docs/transcripts.md``)::
+
+    id: lifecycle/abort-mid-stream            # <area>/<name>, unique, stable
+    title: ...
+    clauses: [AS-LIFE-016, AS-LIFE-017]       # what it checks (ids from the catalogue)
+    capabilities: [core]                      # what the implementation must declare
+    setup: {agent: ..., context: ..., deps: ..., tools: [...]}
+    provider:                                 # scripted provider calls, in order
+      - [{type: text_delta, text: Hi}, {do: abort}, {hold: true}]
+    tools: [{text: "42"}]                     # answers to tool calls, in order
+    approvals: [{approve: true}]              # answers to host.confirm, in order
+    on_event: [{type: "cost:updated", do: abort}]
+    steps:                                    # operations, in order
+      - {op: start}
+      - {op: send, text: hello, expect: {status: aborted}}
+    expect: {session_events: [...], events: {...}, provider_requests: [...], ...}
+
+The schema is ``schemas/transcript.schema.json`` (generated from these models, with a drift test).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+from ruamel.yaml import YAML
+
+from relavium_reference._llm import StreamChunk
+from relavium_reference._shapes import StrictModel, parse_strict
+
+from ._data import fixtures_dir
+from ._errors import KitUsageError
+
+__all__ = [
+    "CASE_ID_PATTERN",
+    "Action",
+    "ApprovalStep",
+    "Case",
+    "CaseExpect",
+    "EventHook",
+    "OpStep",
+    "ProviderStep",
+    "ToolAnswer",
+    "load_case",
+    "load_cases",
+    "snapshot_path",
+    "transcripts_dir",
+]
+
+CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
+KNOWN_CAPABILITIES = frozenset(
+    {
+        "core",
+        "user-commands",
+        "persistence",
+        "resume",
+        "memory-policy",
+        "compaction",
+        "trim",
+        "overflow",
+        "export",
+        "budget",
+        "usage",
+        "session-store",
+    }
+)
+
+OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand"]
+
+
+class OpStep(StrictModel):
+    """One operation, with what its result (or its refusal) must look like."""
+
+    op: OpName
+    text: str | None = None
+    policy: dict[str, Any] | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    expect: dict[str, Any] | None = None
+    expect_error: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_the_op(self) -> OpStep:
+        if self.op == "send" and self.text is None:
+            raise ValueError("a send step needs text")
+        if self.op == "runUserCommand" and self.command is None:
+            raise ValueError("a runUserCommand step needs command")
+        if self.expect is not None and self.expect_error is not None:
+            raise ValueError("expect and expect_error exclude each other")
+        return self
+
+
+Action = Annotated[OpStep, Field(description="an operation the kit performs at a callback")]
+
+
+def _as_op(value: Any) -> Any:
+    return {"op": value} if isinstance(value, str) else value
+
+
+class DoStep(StrictModel):
+    """Before answering this callback, perform an operation (e.g. abort)."""
+
+    do: OpStep
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "do" in data:
+            return {**data, "do": _as_op(data["do"])}
+        return data
+
+
+class HoldStep(StrictModel):
+    """Never answer this callback: the implementation must finish without it."""
+
+    hold: Literal[True]
+
+
+ProviderStep = Annotated[StreamChunk, Field()] | DoStep | HoldStep
+
+
+class ToolAnswer(StrictModel):
+    text: str = ""
+    is_error: bool = False
+    do: OpStep | None = None
+    hold: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "do" in data:
+            data = {**data, "do": _as_op(data["do"])}
+        if isinstance(data, dict) and "isError" in data:
+            data = {**{k: v for k, v in data.items() if k != "isError"}, "is_error": data["isError"]}
+        return data
+
+
+class ApprovalStep(StrictModel):
+    approve: bool = False
+    do: OpStep | None = None
+    hold: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if isinstance(data, bool):
+            return {"approve": data}
+        if isinstance(data, dict) and "do" in data:
+            return {**data, "do": _as_op(data["do"])}
+        return data
+
+
+class EventHook(StrictModel):
+    """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it."""
+
+    type: str
+    nth: Annotated[int, Field(ge=1)] = 1
+    do: OpStep
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "do" in data:
+            return {**data, "do": _as_op(data["do"])}
+        return data
+
+
+class Setup(StrictModel):
+    agent: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    deps: dict[str, Any] | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
+    policy: dict[str, Any] | None = None
+
+
+class CaseExpect(StrictModel):
+    """Normative assertions on the whole case (see ``_matching`` for the matching rules)."""
+
+    session_events: tuple[str, ...] | None = None
+    event_types: tuple[str, ...] | None = None
+    events: dict[str, tuple[dict[str, Any], ...]] | None = None
+    absent_events: tuple[str, ...] | None = None
+    provider_requests: tuple[dict[str, Any], ...] | None = None
+    provider_request_count: Annotated[int, Field(ge=0)] | None = None
+    tool_calls: tuple[dict[str, Any], ...] | None = None
+    confirms: tuple[dict[str, Any], ...] | None = None
+
+
+class Case(StrictModel):
+    id: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
+    title: Annotated[str, Field(min_length=1)]
+    clauses: Annotated[
+        tuple[Annotated[str, Field(pattern=r"^(AS|SS)-[A-Z]+-\d{3}$")], ...], Field(min_length=1)
+    ]
+    capabilities: tuple[str, ...] = ("core",)
+    setup: Setup = Field(default_factory=Setup)
+    provider: tuple[tuple[ProviderStep, ...], ...] = ()
+    tools: tuple[ToolAnswer, ...] = ()
+    approvals: tuple[ApprovalStep, ...] = ()
+    on_event: tuple[EventHook, ...] = ()
+    steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
+    expect: CaseExpect = Field(default_factory=CaseExpect)
+    source: str | None = None  # the file the case came from (set by the loader)
+
+    @model_validator(mode="after")
+    def _capabilities_are_known(self) -> Case:
+        unknown = set(self.capabilities) - KNOWN_CAPABILITIES
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        return self
+
+    @property
+    def area(self) -> str:
+        return self.id.split("/", 1)[0]
+
+
+def transcripts_dir() -> Path:
+    return fixtures_dir() / "transcripts"
+
+
+def snapshot_path(case: Case) -> Path:
+    return transcripts_dir() / f"{case.id}.snapshot.json"
+
+
+_YAML = YAML(typ="safe")
+
+
+def load_case(path: Path) -> Case:
+    try:
+        data = _YAML.load(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise KitUsageError(f"{path}: a case must be a mapping")
+    try:
+        case = parse_strict(Case, {**data, "source": str(path)})
+    except Exception as exc:
+        raise KitUsageError(f"{path}: {exc}") from None
+    expected_id = path.relative_to(transcripts_dir()).with_suffix("").as_posix()
+    if case.id != expected_id:
+        raise KitUsageError(f"{path}: id {case.id!r} must match its path {expected_id!r}")
+    return case
+
+
+@functools.cache
+def load_cases() -> tuple[Case, ...]:
+    """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
+    root = transcripts_dir()
+    paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
+    if not paths:
+        raise KitUsageError(f"no golden transcripts found under {root}")
+    cases = tuple(load_case(p) for p in paths)
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise KitUsageError(f"duplicate case id {case.id}")
+        seen.add(case.id)
+    return tuple(sorted(cases, key=lambda c: c.id))
+
+
+def select_cases(cases: tuple[Case, ...], patterns: list[str]) -> tuple[Case, ...]:
+    """Keep cases whose id, area or a cited clause (or clause area, e.g. ``AS-CAP``) matches a pattern.
+
+    Patterns are exact ids/areas/clause ids or shell-style globs (``lifecycle/*``, ``AS-LIFE-0*``).
+    """
+    if not patterns:
+        return cases
+    import fnmatch
+
+    def matches(case: Case, pattern: str) -> bool:
+        keys = [case.id, case.area, *case.clauses, *{re.sub(r"-\d{3}$", "", c) for c in case.clauses}]
+        return any(fnmatch.fnmatchcase(key, pattern) for key in keys)
+
+    return tuple(c for c in cases if any(matches(c, p) for p in patterns))
+
+
+__all__ += ["KNOWN_CAPABILITIES", "select_cases"]

@@ -1,0 +1,386 @@
+"""Running one golden transcript against an adapter: the kit plays the world, then judges.
+
+:class:`CaseWorld` answers every callback of one case deterministically from its script: the next
+provider chunk, a tool result, an approval, the acknowledgement of an event, and before answering it
+may first perform an operation (``do``) or never answer at all (``hold``).  :func:`execute_case`
+drives the steps, collects the observations, and turns them into a :class:`CaseResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from relavium_reference._llm import LlmError
+
+from ._adapters import Adapter
+from ._cases import Case, DoStep, HoldStep, OpStep, snapshot_path
+from ._errors import AdapterError
+from ._jsonrpc import RpcError
+from ._matching import check_envelope, match, normalise
+from ._protocol import HelloResult, OperationError
+from ._results import CaseResult, CaseStatus, Difference, one_line
+
+__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+
+DEFAULT_AGENT: dict[str, Any] = {
+    "id": "helper",
+    "model": "model-a",
+    "provider": "openai",
+    "system_prompt": "You help.",
+    "tools": ["echo"],
+}
+DEFAULT_TOOLS: tuple[dict[str, Any], ...] = ({"name": "echo", "description": "Echo the input."},)
+
+_OP_METHOD = {
+    "start": "session.start",
+    "send": "session.send",
+    "abort": "session.abort",
+    "cancel": "session.cancel",
+    "setTurnPolicy": "session.setTurnPolicy",
+    "runUserCommand": "session.runUserCommand",
+}
+
+
+@dataclass
+class Observation:
+    """Everything the kit saw during one case, in order."""
+
+    session_id: str | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    provider_requests: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    confirms: list[dict[str, Any]] = field(default_factory=list)
+    sleeps: list[float] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+    def snapshot(self, workdir: str | None) -> dict[str, Any]:
+        raw = {
+            "results": self.results,
+            "events": self.events,
+            "provider_requests": self.provider_requests,
+            "tool_calls": self.tool_calls,
+            "confirms": self.confirms,
+            "sleeps": self.sleeps,
+        }
+        value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
+        return value
+
+
+def _substitute(value: Any, workdir: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{{workdir}}", workdir)
+    if isinstance(value, dict):
+        return {k: _substitute(v, workdir) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_substitute(v, workdir) for v in value]
+    return value
+
+
+class CaseWorld:
+    """The provider, tools and host of one case."""
+
+    def __init__(self, case: Case, adapter: Adapter, handle: str, workdir: str, timeout: float) -> None:
+        self.case = case
+        self.adapter = adapter
+        self.handle = handle
+        self.workdir = workdir
+        self.timeout = timeout
+        self.observed = Observation()
+        self._provider_calls = iter(case.provider)
+        self._streams: dict[str, Iterator[Any]] = {}
+        self._tools = iter(case.tools)
+        self._approvals = iter(case.approvals)
+        self._event_counts: dict[str, int] = {}
+        self._holds: list[asyncio.Future[None]] = []
+        self._opened = 0
+
+    # -- the implementation calls the kit -------------------------------------------------------
+
+    async def callback(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "provider.open":
+            return self._provider_open(params)
+        if method == "provider.next":
+            return await self._provider_next(params)
+        if method == "tool.call":
+            return await self._tool_call(params)
+        if method == "host.confirm":
+            return await self._confirm(params)
+        if method == "host.emit":
+            return await self._emit(params)
+        if method == "host.sleep":
+            self.observed.sleeps.append(float(params.get("seconds", 0)))
+            return {}
+        raise RpcError(-32601, f"method not found: {method}")
+
+    def _provider_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._opened += 1
+        self.observed.provider_requests.append(
+            {
+                "provider": params.get("provider"),
+                "model": params.get("model"),
+                "request": params.get("request"),
+            }
+        )
+        stream = f"stream-{self._opened}"
+        steps = next(self._provider_calls, None)
+        if steps is None:
+            self.observed.violations.append(f"provider request #{self._opened} was not scripted")
+            steps = ()
+        self._streams[stream] = iter(steps)
+        return {"stream": stream}
+
+    async def _provider_next(self, params: dict[str, Any]) -> dict[str, Any]:
+        steps = self._streams.get(str(params.get("stream")))
+        if steps is None:
+            raise RpcError(-32602, "unknown stream")
+        for step in steps:
+            if isinstance(step, DoStep):
+                await self.perform(step.do)
+                continue
+            if isinstance(step, HoldStep):
+                await self._hold()
+            return {"chunk": step.to_wire()}
+        self.observed.violations.append(f"{params.get('stream')} was pulled past its scripted end")
+        error = LlmError(kind="unknown", message="kit: the script has no further chunk")
+        return {"chunk": {"type": "error", "error": error.to_wire()}}
+
+    async def _tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.observed.tool_calls.append(
+            {"name": params.get("name"), "args": params.get("args"), "callId": params.get("callId")}
+        )
+        answer = next(self._tools, None)
+        if answer is None:
+            return {"text": f"result of {params.get('name')}", "isError": False}
+        if answer.do is not None:
+            await self.perform(answer.do)
+        if answer.hold:
+            await self._hold()
+        return {"text": answer.text, "isError": answer.is_error}
+
+    async def _confirm(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.observed.confirms.append(
+            {"toolId": params.get("toolId"), "action": params.get("action"), "preview": params.get("preview")}
+        )
+        step = next(self._approvals, None)
+        if step is None:
+            return {"approved": False}
+        if step.do is not None:
+            await self.perform(step.do)
+        if step.hold:
+            await self._hold()
+        return {"approved": step.approve}
+
+    async def _emit(self, params: dict[str, Any]) -> dict[str, Any]:
+        event = params.get("event")
+        if not isinstance(event, dict):
+            raise RpcError(-32602, "host.emit needs an event object")
+        self.observed.events.append(event)
+        kind = str(event.get("type"))
+        self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
+        for hook in self.case.on_event:
+            if hook.type == kind and hook.nth == self._event_counts[kind]:
+                await self.perform(hook.do)
+        return {}
+
+    async def _hold(self) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._holds.append(future)
+        await future
+
+    def release_holds(self) -> None:
+        for future in self._holds:
+            future.cancel()
+
+    # -- the kit calls the implementation -------------------------------------------------------
+
+    async def perform(self, op: OpStep) -> None:
+        """Run one operation and check its result or refusal against the step's expectation."""
+        index = len(self.observed.results)
+        params: dict[str, Any] = {"handle": self.handle}
+        if op.op == "send":
+            params["text"] = op.text
+        elif op.op == "setTurnPolicy":
+            params["policy"] = op.policy
+        elif op.op == "runUserCommand":
+            params["command"] = _substitute(op.command, self.workdir)
+            params["args"] = _substitute(list(op.args), self.workdir)
+        record: dict[str, Any] = {"op": op.op}
+        self.observed.results.append(record)
+        where = f"steps[{index}]({op.op})"
+        try:
+            result = await self.adapter.call(_OP_METHOD[op.op], params, timeout=self.timeout)
+        except OperationError as error:
+            record["error"] = error.to_observation()
+            if op.expect_error is None:
+                self.observed.differences.append(
+                    Difference(path=where, message=f"unexpected refusal: {error}", expected="a result")
+                )
+            else:
+                self.observed.differences.extend(match(op.expect_error, record["error"], where + ".error"))
+            return
+        record["result"] = result
+        if op.expect_error is not None:
+            self.observed.differences.append(
+                Difference(
+                    path=where,
+                    message="expected a refusal",
+                    expected=op.expect_error,
+                    actual=_jsonable(result),
+                )
+            )
+        elif op.expect is not None:
+            self.observed.differences.extend(match(op.expect, result, where + ".result"))
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
+    setup = case.setup
+    agent = {**DEFAULT_AGENT, **(setup.agent or {})}
+    context = {"workingDir": workdir, **_substitute(setup.context or {}, workdir)}
+    return {
+        "handle": handle,
+        "agent": agent,
+        "context": context,
+        "deps": dict(setup.deps or {}),
+        "tools": list(setup.tools if setup.tools is not None else DEFAULT_TOOLS),
+    }
+
+
+def _expectations(case: Case, observed: Observation) -> list[Difference]:
+    expect = case.expect
+    events = observed.events
+    out: list[Difference] = []
+    if expect.session_events is not None:
+        actual = [e.get("type") for e in events if str(e.get("type", "")).startswith("session:")]
+        out += match(list(expect.session_events), actual, "session_events")
+    if expect.event_types is not None:
+        out += match(list(expect.event_types), [e.get("type") for e in events], "event_types")
+    for kind, wanted in (expect.events or {}).items():
+        out += match(list(wanted), [e for e in events if e.get("type") == kind], f"events[{kind}]")
+    for kind in expect.absent_events or ():
+        count = sum(1 for e in events if e.get("type") == kind)
+        if count:
+            out.append(
+                Difference(path=f"events[{kind}]", message="must not be emitted", expected=0, actual=count)
+            )
+    if expect.provider_requests is not None:
+        out += match(list(expect.provider_requests), observed.provider_requests, "provider_requests")
+    if expect.provider_request_count is not None:
+        out += match(expect.provider_request_count, len(observed.provider_requests), "provider_request_count")
+    if expect.tool_calls is not None:
+        out += match(list(expect.tool_calls), observed.tool_calls, "tool_calls")
+    if expect.confirms is not None:
+        out += match(list(expect.confirms), observed.confirms, "confirms")
+    return out
+
+
+async def execute_case(
+    case: Case,
+    adapter: Adapter,
+    hello: HelloResult,
+    *,
+    handle: str,
+    register: Any,
+    timeout: float = 15.0,
+    compare_snapshot: bool = False,
+) -> tuple[CaseResult, Observation, str]:
+    """Run ``case``; ``register(handle, world | None)`` routes the implementation's callbacks."""
+    started = time.perf_counter()
+    missing = sorted(set(case.capabilities) - set(hello.capabilities))
+    if missing:
+        result = CaseResult(
+            id=case.id,
+            title=case.title,
+            area=case.area,
+            status=CaseStatus.UNSUPPORTED,
+            clauses=case.clauses,
+            reason=f"needs undeclared capability {', '.join(missing)}",
+        )
+        return result, Observation(), ""
+    workdir = tempfile.mkdtemp(prefix="relavium-case-")
+    world = CaseWorld(case, adapter, handle, workdir, timeout)
+    register(handle, world)
+    status = CaseStatus.PASSED
+    reason: str | None = None
+    stderr_tail: str | None = None
+    try:
+        created = await adapter.call("session.create", _create_params(case, handle, workdir), timeout=timeout)
+        world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
+        if case.setup.policy is not None:
+            await adapter.call(
+                "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
+            )
+        for step in case.steps:
+            await world.perform(step)
+    except AdapterError as exc:
+        status, reason = CaseStatus.ERRORED, one_line(exc.reason)
+        tail = adapter.stderr_tail()
+        stderr_tail = "\n".join(tail[-20:]) if tail else None
+        with contextlib.suppress(Exception):
+            await adapter.recover()
+    except OperationError as exc:
+        status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
+    finally:
+        world.release_holds()
+        await asyncio.sleep(0)
+        register(handle, None)
+        observed_snapshot = world.observed.snapshot(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+    observed = world.observed
+    differences: list[Difference] = []
+    if status is CaseStatus.PASSED:
+        differences = list(observed.differences)
+        differences += [Difference(path="world", message=v) for v in observed.violations]
+        differences += check_envelope(observed.events, observed.session_id)
+        differences += _expectations(case, observed)
+        if compare_snapshot:
+            differences += _snapshot_differences(case, observed_snapshot)
+        if differences:
+            status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
+    result = CaseResult(
+        id=case.id,
+        title=case.title,
+        area=case.area,
+        status=status,
+        clauses=case.clauses,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        reason=reason,
+        differences=tuple(differences) if status is CaseStatus.FAILED else (),
+        stderr_tail=stderr_tail if status is CaseStatus.ERRORED else None,
+    )
+    return (
+        result,
+        observed,
+        json.dumps(observed_snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    )
+
+
+def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:
+    path = snapshot_path(case)
+    if not path.is_file():
+        return []
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if stored == snapshot:
+        return []
+    return [
+        Difference(path=f"snapshot.{key}", message="differs from the reference snapshot")
+        for key in sorted(set(stored) | set(snapshot))
+        if stored.get(key) != snapshot.get(key)
+    ]

@@ -1,0 +1,303 @@
+"""The kit's message set: one set of methods and shapes, carried in-process or as JSON-RPC over stdio.
+
+Kit -> implementation (operations): ``hello``, ``session.create``, ``session.start``, ``session.send``,
+``session.abort``, ``session.cancel``, ``session.setTurnPolicy``, ``session.runUserCommand``, ``bye``.
+Implementation -> kit (the world the session lives in): ``provider.open``, ``provider.next``,
+``tool.call``, ``host.confirm``, ``host.emit``, ``host.sleep``.
+
+Every params and result object has a model here; ``schemas/protocol/`` holds their JSON Schemas
+(generated, with a drift test) and ``--validate-protocol`` checks every message against them.
+The reference is ``docs/protocol.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from relavium_reference._commands import UserCommandOutcome
+from relavium_reference._llm import LlmRequest, StreamChunk
+from relavium_reference._schemas import SCHEMA_DIALECT
+from relavium_reference._session import TurnResult
+from relavium_reference._shapes import AgentSnapshot, SessionContext, WireModel
+
+from ._jsonrpc import PROTOCOL_VERSION, RpcError
+
+__all__ = [
+    "CALLBACKS",
+    "INVALID_INPUT",
+    "OPERATIONS",
+    "PROTOCOL_VERSION",
+    "SESSION_STATE_ERROR",
+    "UNSUPPORTED_OPERATION",
+    "Callback",
+    "HelloResult",
+    "Implementation",
+    "MethodShape",
+    "OperationError",
+    "error_from_rpc",
+    "protocol_schemas",
+]
+
+# JSON-RPC error codes an implementation uses for the session's own refusals.
+SESSION_STATE_ERROR = -32001  # data: {"kind": "session_state", "code": "<SessionStateError code>"}
+INVALID_INPUT = -32002  # data: {"kind": "invalid_input", "message": "<fixed message>"}
+UNSUPPORTED_OPERATION = -32003  # data: {"kind": "unsupported"}
+
+Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
+"""How an implementation calls the kit: ``await callback(method, params) -> result``."""
+
+
+class _Msg(WireModel):
+    pass
+
+
+class KitInfo(_Msg):
+    name: str
+    version: str
+
+
+class HelloParams(_Msg):
+    protocol_version: str
+    kit: KitInfo
+
+
+class ImplementationInfo(_Msg):
+    name: Annotated[str, Field(min_length=1)]
+    version: str
+    language: str
+
+
+class HelloResult(_Msg):
+    protocol_version: str
+    implementation: ImplementationInfo
+    capabilities: tuple[str, ...] = ()
+
+
+class ToolSpec(_Msg):
+    """A tool the kit plays: calls reach the kit as ``tool.call``."""
+
+    name: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    action: Literal["fs_write", "process", "egress", "os"] | None = None
+    preview_key: str | None = None
+
+
+class DepsSpec(_Msg):
+    max_turns: int | None = None
+    max_tool_turns: int | None = None
+    allowed_commands: tuple[str, ...] = ()
+    allowed_command_globs: tuple[str, ...] = ()
+    command_output_limit: int | None = None
+
+
+class CreateParams(_Msg):
+    handle: str
+    agent: AgentSnapshot
+    context: SessionContext
+    deps: DepsSpec = Field(default_factory=DepsSpec)
+    tools: tuple[ToolSpec, ...] = ()
+    session_id: str | None = None
+
+
+class CreateResult(_Msg):
+    session_id: Annotated[str, Field(min_length=1)]
+
+
+class HandleParams(_Msg):
+    handle: str
+
+
+class SendParams(_Msg):
+    handle: str
+    text: str
+
+
+class PolicySpec(_Msg):
+    """A turn policy as data: ``advertise`` lists the tools kept (absent: all); ``confirm`` installs the
+    approval hook, which then asks the kit through ``host.confirm``."""
+
+    advertise: tuple[str, ...] | None = None
+    confirm: bool = False
+
+
+class SetTurnPolicyParams(_Msg):
+    handle: str
+    policy: PolicySpec | None = None
+
+
+class RunUserCommandParams(_Msg):
+    handle: str
+    command: str
+    args: tuple[str, ...] = ()
+
+
+class Empty(_Msg):
+    pass
+
+
+class ProviderOpenParams(_Msg):
+    handle: str
+    provider: str
+    model: str
+    request: LlmRequest
+
+
+class ProviderOpenResult(_Msg):
+    stream: str
+
+
+class ProviderNextParams(_Msg):
+    handle: str
+    stream: str
+
+
+class ProviderNextResult(_Msg):
+    chunk: StreamChunk
+
+
+class ToolCallParams(_Msg):
+    handle: str
+    call_id: str
+    name: str
+    args: Any = None
+    round: int
+
+
+class ToolCallResult(_Msg):
+    text: str
+    is_error: bool = False
+
+
+class HostConfirmParams(_Msg):
+    handle: str
+    tool_id: str
+    action: Literal["fs_write", "process", "egress", "os"]
+    preview: dict[str, str]
+    call_id: str
+
+
+class HostConfirmResult(_Msg):
+    approved: bool
+
+
+class HostEmitParams(_Msg):
+    handle: str
+    event: dict[str, Any]
+
+
+class HostSleepParams(_Msg):
+    handle: str
+    seconds: Annotated[float, Field(ge=0)]
+
+
+class MethodShape(BaseModel):
+    params: Any
+    result: Any
+    notification: bool = False
+
+
+OPERATIONS: dict[str, MethodShape] = {
+    "hello": MethodShape(params=HelloParams, result=HelloResult),
+    "session.create": MethodShape(params=CreateParams, result=CreateResult),
+    "session.start": MethodShape(params=HandleParams, result=Empty),
+    "session.send": MethodShape(params=SendParams, result=TurnResult),
+    "session.abort": MethodShape(params=HandleParams, result=Empty),
+    "session.cancel": MethodShape(params=HandleParams, result=Empty),
+    "session.setTurnPolicy": MethodShape(params=SetTurnPolicyParams, result=Empty),
+    "session.runUserCommand": MethodShape(params=RunUserCommandParams, result=UserCommandOutcome),
+    "bye": MethodShape(params=Empty, result=None, notification=True),
+}
+
+CALLBACKS: dict[str, MethodShape] = {
+    "provider.open": MethodShape(params=ProviderOpenParams, result=ProviderOpenResult),
+    "provider.next": MethodShape(params=ProviderNextParams, result=ProviderNextResult),
+    "tool.call": MethodShape(params=ToolCallParams, result=ToolCallResult),
+    "host.confirm": MethodShape(params=HostConfirmParams, result=HostConfirmResult),
+    "host.emit": MethodShape(params=HostEmitParams, result=Empty),
+    "host.sleep": MethodShape(params=HostSleepParams, result=Empty),
+}
+
+
+class OperationError(Exception):
+    """An operation answered with an error: the session refused it, or the input was invalid."""
+
+    def __init__(self, kind: str, code: str | None, message: str) -> None:
+        super().__init__(f"{kind}: {code or message}")
+        self.kind = kind
+        self.code = code
+        self.message = message
+
+    def to_observation(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.code is not None:
+            out["code"] = self.code
+        return out
+
+
+def error_from_rpc(error: RpcError) -> OperationError:
+    data = error.data if isinstance(error.data, dict) else {}
+    if error.code == SESSION_STATE_ERROR:
+        return OperationError("session_state", str(data.get("code")), error.message)
+    if error.code == INVALID_INPUT:
+        return OperationError("invalid_input", None, error.message)
+    if error.code == UNSUPPORTED_OPERATION:
+        return OperationError("unsupported", None, error.message)
+    return OperationError("rpc_error", str(error.code), error.message)
+
+
+class Implementation:
+    """What the kit needs of an implementation, whatever the transport (see ``_adapters.py``)."""
+
+    async def hello(self, callback: Callback) -> HelloResult:
+        raise NotImplementedError
+
+    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+
+def _schema(shape: Any) -> dict[str, Any]:
+    if shape is None:
+        return {"type": "null"}
+    return TypeAdapter(shape).json_schema(by_alias=True)
+
+
+def protocol_schemas() -> dict[str, dict[str, Any]]:
+    """File name (under ``schemas/``) -> schema, one per method: its params and its result.
+
+    Definitions shared by the two halves are hoisted to the document's ``$defs``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for direction, table in (("kit-to-implementation", OPERATIONS), ("implementation-to-kit", CALLBACKS)):
+        for method, shape in table.items():
+            name = f"protocol/methods/{method}.schema.json"
+            params, result = _schema(shape.params), _schema(shape.result)
+            defs = {**params.pop("$defs", {}), **result.pop("$defs", {})}
+            out[name] = {
+                "$schema": SCHEMA_DIALECT,
+                "$id": f"https://relavium.dev/conformance/schemas/{name}",
+                "description": f"{direction}: params and result of `{method}`",
+                "type": "object",
+                "properties": {"params": params, "result": result},
+                "required": ["params", "result"],
+                "additionalProperties": False,
+                **({"$defs": defs} if defs else {}),
+            }
+    return out
+
+
+def write_protocol_schemas(root: Path) -> None:
+    for name, schema in protocol_schemas().items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        )

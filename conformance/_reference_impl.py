@@ -1,0 +1,257 @@
+"""The reference engine behind the kit's message set.
+
+:class:`ReferenceImplementation` answers the kit's operations with ``relavium_reference`` sessions and
+reaches the kit's world (provider, tools, host) only through the ``callback`` it is given.  The same
+object serves the in-process adapter and the stdio server, so both transports run the same code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from relavium_reference import (
+    AgentSession,
+    ApprovalRequest,
+    FunctionTool,
+    InvalidInputError,
+    LlmRequest,
+    SessionDeps,
+    SessionEvent,
+    SessionStateError,
+    StreamChunk,
+    ToolCallInfo,
+    ToolOutput,
+    ToolRegistry,
+    TurnPolicy,
+)
+from relavium_reference._commands import DEFAULT_OUTPUT_LIMIT
+from relavium_reference._shapes import parse_strict
+
+from ._jsonrpc import PROTOCOL_VERSION, RpcError
+from ._protocol import (
+    INVALID_INPUT,
+    SESSION_STATE_ERROR,
+    Callback,
+    CreateParams,
+    HandleParams,
+    HelloResult,
+    ImplementationInfo,
+    PolicySpec,
+    RunUserCommandParams,
+    SendParams,
+    SetTurnPolicyParams,
+    ToolSpec,
+)
+
+__all__ = ["REFERENCE_CAPABILITIES", "REFERENCE_NAME", "ReferenceImplementation", "SessionFactory"]
+
+REFERENCE_NAME = "relavium-reference"
+REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands")
+
+_CHUNK = TypeAdapter(StreamChunk)
+
+SessionFactory = type[AgentSession]
+
+
+class _KitProvider:
+    """A provider whose stream the kit feeds chunk by chunk (``provider.open``, then ``provider.next``)."""
+
+    def __init__(self, callback: Callback, handle: str, provider: str, model: str) -> None:
+        self._callback = callback
+        self._handle = handle
+        self._provider = provider
+        self._model = model
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        return self._pull(request.to_wire())
+
+    async def _pull(self, request: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+        opened = await self._callback(
+            "provider.open",
+            {"handle": self._handle, "provider": self._provider, "model": self._model, "request": request},
+        )
+        stream = opened["stream"]
+        while True:
+            answer = await self._callback("provider.next", {"handle": self._handle, "stream": stream})
+            chunk = _CHUNK.validate_python(answer["chunk"])
+            yield chunk
+            if chunk.type in ("stop", "error"):
+                return
+
+
+class ReferenceImplementation:
+    """Serves the kit's operations for any number of sessions, each named by the kit's ``handle``."""
+
+    def __init__(
+        self,
+        callback: Callback,
+        *,
+        session_factory: SessionFactory = AgentSession,
+        name: str = REFERENCE_NAME,
+        capabilities: tuple[str, ...] = REFERENCE_CAPABILITIES,
+    ) -> None:
+        self._callback = callback
+        self._factory = session_factory
+        self._name = name
+        self._capabilities = capabilities
+        self._sessions: dict[str, AgentSession] = {}
+        self._ids = itertools.count(1)
+
+    def hello_result(self) -> HelloResult:
+        return HelloResult(
+            protocol_version=PROTOCOL_VERSION,
+            implementation=ImplementationInfo(
+                name=self._name, version=_version(), language=f"python {_python_version()}"
+            ),
+            capabilities=self._capabilities,
+        )
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer one operation; session refusals become the protocol's error codes."""
+        try:
+            return await self._dispatch(method, params)
+        except SessionStateError as exc:
+            raise RpcError(
+                SESSION_STATE_ERROR, exc.message, {"kind": "session_state", "code": exc.code.value}
+            ) from None
+        except InvalidInputError as exc:
+            raise RpcError(
+                INVALID_INPUT, exc.message, {"kind": "invalid_input", "message": exc.message}
+            ) from None
+
+    async def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "hello":
+            return self.hello_result().to_wire()
+        if method == "bye":
+            return None
+        if method == "session.create":
+            return self._create(parse_strict(CreateParams, params))
+        if method == "session.start":
+            await self._session(params).start()
+            return {}
+        if method == "session.send":
+            send = parse_strict(SendParams, params)
+            result = await self._session(params).send_message(send.text)
+            return result.to_wire()
+        if method == "session.abort":
+            self._session(params).abort()
+            return {}
+        if method == "session.cancel":
+            await self._session(params).cancel()
+            return {}
+        if method == "session.setTurnPolicy":
+            policy = parse_strict(SetTurnPolicyParams, params)
+            self._session(params).set_turn_policy(self._policy(policy.handle, policy.policy))
+            return {}
+        if method == "session.runUserCommand":
+            command = parse_strict(RunUserCommandParams, params)
+            outcome = await self._session(params).run_user_command(command.command, list(command.args))
+            return outcome.to_wire()
+        raise RpcError(-32601, f"method not found: {method}")
+
+    def _session(self, params: dict[str, Any]) -> AgentSession:
+        handle = parse_strict(HandleParams, {"handle": params.get("handle")}).handle
+        try:
+            return self._sessions[handle]
+        except KeyError:
+            raise InvalidInputError("unknown session handle", location="handle") from None
+
+    def _create(self, params: CreateParams) -> dict[str, Any]:
+        handle = params.handle
+        callback = self._callback
+
+        async def emit(event: SessionEvent) -> None:
+            await callback("host.emit", {"handle": handle, "event": event.to_wire()})
+
+        async def sleep(seconds: float) -> None:
+            await callback("host.sleep", {"handle": handle, "seconds": seconds})
+
+        deps = params.deps
+        session = self._factory(
+            agent=params.agent,
+            context=params.context,
+            deps=SessionDeps(
+                resolve_provider=lambda provider, model: _KitProvider(
+                    callback, handle, provider.value, model
+                ),
+                emit=emit,
+                sleep=sleep,
+                tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
+                max_turns=deps.max_turns,
+                max_tool_turns=16 if deps.max_tool_turns is None else deps.max_tool_turns,
+                allowed_commands=deps.allowed_commands,
+                allowed_command_globs=deps.allowed_command_globs,
+                command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
+            ),
+            session_id=params.session_id or f"session-{next(self._ids)}",
+        )
+        self._sessions[handle] = session
+        return {"sessionId": session.session_id}
+
+    def _tool(self, handle: str, spec: ToolSpec) -> FunctionTool:
+        callback = self._callback
+
+        async def call_kit(args: Any, call: ToolCallInfo) -> ToolOutput:
+            answer = await callback(
+                "tool.call",
+                {
+                    "handle": handle,
+                    "callId": call.call_id,
+                    "name": call.name,
+                    "args": args,
+                    "round": call.round_number,
+                },
+            )
+            return ToolOutput(text=str(answer.get("text", "")), is_error=bool(answer.get("isError", False)))
+
+        return FunctionTool(
+            name=spec.name,
+            function=call_kit,
+            description=spec.description,
+            parameters=spec.parameters or {"type": "object"},
+            action=spec.action,
+            preview_key=spec.preview_key,
+        )
+
+    def _policy(self, handle: str, spec: PolicySpec | None) -> TurnPolicy | None:
+        if spec is None:
+            return None
+        callback = self._callback
+        allowed = None if spec.advertise is None else frozenset(spec.advertise)
+
+        async def confirm(request: ApprovalRequest) -> bool:
+            answer = await callback(
+                "host.confirm",
+                {
+                    "handle": handle,
+                    "toolId": request.tool_id,
+                    "action": request.action,
+                    "preview": dict(request.preview),
+                    "callId": request.call_id,
+                },
+            )
+            return bool(answer.get("approved", False))
+
+        return TurnPolicy(
+            advertise=None if allowed is None else (lambda name: name in allowed),
+            confirm=confirm if spec.confirm else None,
+        )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("relavium-conformance")
+    except PackageNotFoundError:
+        return "0+checkout"
+
+
+def _python_version() -> str:
+    import platform
+
+    return platform.python_version()
