@@ -17,11 +17,13 @@ is the first 16 hex digits of the SHA-256 of that normalised text.
 
 **Locator.**  Each sentence a clause cites is stored as ``{anchor, fingerprint}`` under the clause's
 ``section``.  The anchor is a short run (at most six words) of the normalised sentence's own distinctive
-words; it is what survives an edit well enough to tell a *changed* sentence (the anchor is still found,
-the fingerprint is not) from a *removed* one (neither is found).  Matching is by fingerprint first, wherever
-the sentence now sits (so reordering or renaming a section changes nothing), then by anchor, preferring the
-clause's own section and falling back to the whole document.  A sentence no clause claims, by fingerprint or
-by anchor, is *untriaged*: new prose that needs a clause.
+words; it is what survives an edit well enough to tell a *changed* sentence from a *removed* one.  Matching
+is by fingerprint first, wherever the sentence now sits (so reordering or renaming a section changes
+nothing).  A cited sentence whose fingerprint is gone is looked for again: a sentence that still contains
+the anchor (the clause's own section first, then the whole document), else the sentence of the same section
+that no fingerprint claims and that shares most of the anchor's words (at least half, and two).  Found: the
+clause is *changed* (the prose was edited; re-review the clause and its cases).  Not found: *removed*.  A
+sentence no clause claims, by fingerprint or by this search, is *untriaged*: new prose that needs a clause.
 """
 
 from __future__ import annotations
@@ -347,28 +349,27 @@ def coverage_report(
     for sentence in sentences:
         by_fp.setdefault(sentence.fingerprint, []).append(sentence)
     claimed: set[int] = set()
-    changed: dict[str, list[str]] = {}
-    removed: set[str] = set()
-    pending: list[tuple[Clause, str, str]] = []  # (clause, anchor, fingerprint) not found by fingerprint
+    # Cited sentences whose fingerprint is gone, grouped by that fingerprint: one lost sentence may be cited
+    # by several clauses, and it is found again (or not) once for all of them.
+    lost: dict[str, list[tuple[Clause, str]]] = {}
     for clause in clauses:
         for ref in clause.sentences:
             found = by_fp.get(ref.fingerprint)
             if found:
                 claimed.update(s.index for s in found)
             else:
-                pending.append((clause, ref.anchor, ref.fingerprint))
-    for clause, anchor, _fp in pending:
-        target = normalise(anchor)
-        candidates = [s for s in sentences if target in s.normalised]
-        local = [s for s in candidates if s.section == clause.section]
-        pool = local or candidates
-        unfound = [s for s in pool if s.fingerprint not in _known_fps(clauses)]
-        if not pool:
-            removed.add(clause.id)
-            continue
-        hit = (unfound or pool)[0]
-        claimed.add(hit.index)
-        changed.setdefault(clause.id, []).append(excerpt(hit))
+                lost.setdefault(ref.fingerprint, []).append((clause, normalise(ref.anchor)))
+    changed: dict[str, list[str]] = {}
+    removed: set[str] = set()
+    for refs in lost.values():
+        hit = _relocate(refs, sentences, claimed)
+        for clause, _anchor in refs:
+            if hit is None:
+                removed.add(clause.id)
+            else:
+                changed.setdefault(clause.id, []).append(excerpt(hit))
+        if hit is not None:
+            claimed.add(hit.index)
     untriaged = [excerpt(s) for s in sentences if s.index not in claimed]
     cited_set = set(cited)
     by_status: dict[str, int] = {}
@@ -389,8 +390,39 @@ def coverage_report(
     )
 
 
-def _known_fps(clauses: Sequence[Clause]) -> frozenset[str]:
-    return frozenset(ref.fingerprint for clause in clauses for ref in clause.sentences)
+_WORD = re.compile(r"[a-z0-9_]+")
+_FUZZY_SHARE = 0.5  # at least half of an anchor's words ...
+_FUZZY_MIN = 2  # ... and at least two of them
+
+
+def _relocate(
+    refs: Sequence[tuple[Clause, str]], sentences: Sequence[SpecSentence], claimed: set[int]
+) -> SpecSentence | None:
+    """Where a sentence whose fingerprint is gone now stands, if anywhere.
+
+    First a sentence that still contains one of the anchors (its own section first, then anywhere, a
+    sentence no fingerprint claims first); failing that, the unclaimed sentence of the same section that
+    shares the most anchor words (at least half of them, and two).  ``None``: the sentence was removed.
+    """
+    anchors = [anchor for _clause, anchor in refs]
+    sections = {clause.section for clause, _anchor in refs}
+    exact = [s for s in sentences if any(anchor in s.normalised for anchor in anchors)]
+    if exact:
+        exact.sort(key=lambda s: (s.section not in sections, s.index in claimed, s.index))
+        return exact[0]
+    best: tuple[float, int] = (0.0, 0)
+    hit: SpecSentence | None = None
+    for sentence in sentences:
+        if sentence.index in claimed or sentence.section not in sections:
+            continue
+        words = set(_WORD.findall(sentence.normalised))
+        for anchor in anchors:
+            wanted = _WORD.findall(anchor)
+            common = sum(1 for word in wanted if word in words)
+            score = (common / len(wanted) if wanted else 0.0, common)
+            if common >= _FUZZY_MIN and score[0] >= _FUZZY_SHARE and score > best:
+                best, hit = score, sentence
+    return hit
 
 
 # --------------------------------------------------------------------------------------------- citations
