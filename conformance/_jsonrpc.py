@@ -27,10 +27,11 @@ import contextlib
 import copy
 import json
 import re
+import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import IO, Any, Final, Literal, Protocol, TypeAlias
 
 from ._errors import AdapterError, KitError
 
@@ -59,6 +60,7 @@ __all__ = [
     "check_protocol_version",
     "encode_message",
     "envelope_kind",
+    "open_stdio_streams",
     "quote",
 ]
 
@@ -270,6 +272,26 @@ def check_protocol_version(kit_version: str, hello_result: object) -> str:
     return answered
 
 
+async def open_stdio_streams(
+    *,
+    line_limit: int = DEFAULT_LINE_LIMIT,
+    stdin: IO[Any] | None = None,
+    stdout: IO[Any] | None = None,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Asyncio streams over this process's own stdin and stdout (pipes), for serving the protocol
+    from the implementation's side: ``JsonRpcPeer(*await open_stdio_streams(), handler=...)``.
+
+    The pipes become non-blocking: nothing else may write to stdout (log to stderr instead).
+    """
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=line_limit)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin or sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), stdout or sys.stdout
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
 # --------------------------------------------------------------------------------------------------
 # The peer
 
@@ -336,6 +358,7 @@ class JsonRpcPeer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._write_lock = asyncio.Lock()
         self._failure: BaseException | None = None
+        self._failed = asyncio.Event()
         self._closed = False
         self._reader_task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
             self._read_loop()
@@ -358,6 +381,12 @@ class JsonRpcPeer:
         """Methods of our requests still waiting for an answer, oldest first."""
         return [pending.method for pending in self._pending.values()]
 
+    async def wait_failure(self) -> BaseException:
+        """Wait until the peer is broken or closed, and return why (for a server: serve until then)."""
+        await self._failed.wait()
+        assert self._failure is not None
+        return self._failure
+
     def _raise_if_unusable(self) -> None:
         if self._failure is not None:
             raise _fresh(self._failure) from None
@@ -367,6 +396,7 @@ class JsonRpcPeer:
         if self._failure is not None:
             return
         self._failure = error
+        self._failed.set()
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             if not entry.future.done():

@@ -512,6 +512,7 @@ def test_end_of_output_fails_pending_requests_with_peer_crashed() -> None:
         with pytest.raises(PeerCrashed) as caught:
             await pending
         reason = caught.value.reason
+        assert isinstance(await peer.wait_failure(), PeerCrashed)
         assert "'session.send' was pending" in reason
         assert "code 9" in reason
         assert "boom" in reason

@@ -7,6 +7,7 @@ command (per method, or per run through its options).  Timeouts are small; no te
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -14,8 +15,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._jsonrpc import (
     JsonObject,
@@ -28,7 +31,9 @@ from relavium_conformance._jsonrpc import (
 )
 from relavium_conformance._subprocess import StderrTail, SubprocessConnection, parse_command
 
-FAKE = Path(__file__).resolve().parent / "programs" / "fake_implementation.py"
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+FAKE = PROGRAMS / "fake_implementation.py"
+PEER_SERVER = PROGRAMS / "peer_server.py"
 GUARD = 30.0  # seconds: only ever reached by a hanging regression
 POSIX = sys.platform != "win32"
 
@@ -147,6 +152,56 @@ def test_a_two_mib_line_passes_under_the_default_limit() -> None:
         await conn.close()
 
     run(scenario)
+
+
+def test_an_implementation_built_on_the_peer_serves_pulls_and_an_abort_under_validation() -> None:
+    """Both ends are asyncio peers across real pipes: the implementation pulls chunks from the kit; the
+    kit, before answering the second pull, sends ``session.abort``; every message of both directions
+    is checked against the envelope schema on the kit's side."""
+    envelope = jsonschema.Draft202012Validator(
+        json.loads((schemas_dir() / "protocol" / "jsonrpc.schema.json").read_text(encoding="utf-8"))
+    )
+    checked: list[tuple[str, str | None]] = []
+
+    def validate(direction: str, message: JsonObject, method: str | None) -> None:
+        envelope.validate(message)
+        checked.append((direction, method))
+
+    async def scenario() -> None:
+        conn: SubprocessConnection
+        pulls = 0
+
+        async def handler(method: str, params: JsonObject) -> Any:
+            nonlocal pulls
+            pulls += 1
+            if pulls == 2:
+                assert await conn.peer.request("session.abort", {"reason": "user"}) == {"accepted": True}
+            return None if pulls == 3 else f"chunk{pulls} "
+
+        conn = SubprocessConnection([sys.executable, str(PEER_SERVER)], handler=handler, validate=validate)
+        assert (await conn.start())["name"] == "peer-server"
+        result = await conn.peer.request("session.send", {"turn": 1})
+        assert result == {"text": "chunk1 chunk2 ", "abortedDuringTurn": ["user"]}
+        await conn.close()
+        assert conn.returncode == 0
+        assert conn.stderr_tail() == ["peer-server ready"]
+
+    run(scenario)
+    assert checked == [
+        ("outgoing", "hello"),
+        ("incoming", "hello"),
+        ("outgoing", "session.send"),
+        ("incoming", "provider.next"),
+        ("outgoing", "provider.next"),
+        ("incoming", "provider.next"),
+        ("outgoing", "session.abort"),
+        ("incoming", "session.abort"),
+        ("outgoing", "provider.next"),
+        ("incoming", "provider.next"),
+        ("outgoing", "provider.next"),
+        ("incoming", "session.send"),
+        ("outgoing", "bye"),
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
