@@ -237,12 +237,12 @@ def test_a_crash_mid_request_is_peer_crashed_with_exit_code_and_stderr_then_rest
 
 def test_a_hang_is_peer_timeout_naming_method_and_timeout_then_restart_works() -> None:
     async def scenario() -> None:
-        conn = fake(request_timeout=0.5)
+        conn = fake()
         await conn.start()
         hung_pid = conn.pid
         assert hung_pid is not None
         with pytest.raises(PeerTimeout) as caught:
-            await conn.peer.request("hang", {})
+            await conn.peer.request("hang", {}, timeout=0.5)
         assert "'hang'" in caught.value.reason
         assert "0.5 s" in caught.value.reason
         assert conn.running  # the child still hangs until the runner restarts it
@@ -379,7 +379,8 @@ def test_a_failed_handshake_raises_its_failure_and_stops_the_child(
     mode: str, error: type[Exception], fragment: str
 ) -> None:
     async def scenario() -> None:
-        conn = fake("--hello", mode, hello_timeout=0.5)
+        # only the silent child needs a short handshake timeout; the others must not race a slow start
+        conn = fake("--hello", mode, hello_timeout=0.5 if mode == "hang" else 10.0)
         with pytest.raises(error) as caught:
             await conn.start()
         assert fragment in str(caught.value)
@@ -431,7 +432,7 @@ def test_close_sends_bye_and_the_child_exits_by_itself() -> None:
 
 def test_close_terminates_a_child_that_ignores_bye() -> None:
     async def scenario() -> None:
-        conn = fake("--ignore-bye", close_timeout=0.3)
+        conn = fake("--ignore-bye", close_timeout=1.0)
         await conn.start()
         await conn.close()
         assert conn.returncode == (-signal.SIGTERM if POSIX else 1)
