@@ -11,17 +11,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from ._jsonrpc import DEFAULT_LINE_LIMIT, JsonRpcPeer
 from ._reference_impl import ReferenceImplementation
 
-__all__ = ["register", "serve_stdio"]
+__all__ = ["MISBEHAVIOURS", "register", "serve_stdio"]
 
 
-async def serve_stdio(implementation_factory: Any = ReferenceImplementation) -> int:
-    """Serve until the kit says ``bye`` or closes stdin."""
+MISBEHAVIOURS = ("crash", "hang", "garbage", "stderr-noise", "wrong-version")
+
+
+async def serve_stdio(
+    implementation_factory: Any = ReferenceImplementation,
+    *,
+    misbehave: str | None = None,
+    once_marker: Path | None = None,
+) -> int:
+    """Serve until the kit says ``bye`` or closes stdin.
+
+    ``misbehave`` makes the server break the protocol on purpose (for ``selftest``): ``crash`` exits,
+    ``hang`` never answers, ``garbage`` writes a line that is not JSON, all three at the first
+    ``session.send``; ``stderr-noise`` floods stderr with protocol-looking lines but behaves;
+    ``wrong-version`` answers ``hello`` with another major version.  With ``once_marker``, the crash,
+    hang or garbage happens only if the marker file does not exist yet (it is created first), so a
+    restarted server behaves.
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=DEFAULT_LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -40,7 +58,12 @@ async def serve_stdio(implementation_factory: Any = ReferenceImplementation) -> 
         if method == "bye":
             finished.set()
             return None
-        return await implementation.handle(method, params)
+        if misbehave is not None:
+            await _misbehave(misbehave, method, once_marker, writer)
+        result = await implementation.handle(method, params)
+        if misbehave == "wrong-version" and method == "hello":
+            result = {**result, "protocolVersion": "99.0"}
+        return result
 
     peer = JsonRpcPeer(reader, writer, handler=handler, line_limit=DEFAULT_LINE_LIMIT)
     while not finished.is_set() and peer.failure is None:
@@ -50,8 +73,29 @@ async def serve_stdio(implementation_factory: Any = ReferenceImplementation) -> 
     return 0
 
 
-def _main(_args: argparse.Namespace) -> int:
-    return asyncio.run(serve_stdio())
+async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: asyncio.StreamWriter) -> None:
+    if mode == "stderr-noise":
+        noise = ('{"jsonrpc": "2.0", "id": 1, "result": {}}', "Traceback (most recent call last):", "x" * 500)
+        for line in noise:
+            print(line, file=sys.stderr, flush=True)
+        return
+    if method != "session.send" or mode not in ("crash", "hang", "garbage"):
+        return
+    if once_marker is not None:
+        if once_marker.exists():
+            return
+        once_marker.touch()
+    if mode == "crash":
+        print("stdio-server: crashing on purpose", file=sys.stderr, flush=True)
+        os._exit(3)
+    if mode == "hang":
+        await asyncio.Event().wait()
+    writer.write(b"this line is not JSON-RPC\n")
+    await writer.drain()
+
+
+def _main(args: argparse.Namespace) -> int:
+    return asyncio.run(serve_stdio(misbehave=args.misbehave, once_marker=args.once_marker))
 
 
 def register(subparsers: Any) -> None:
@@ -59,4 +103,6 @@ def register(subparsers: Any) -> None:
         "stdio-server",
         help="serve the reference engine over the kit's JSON-RPC stdio protocol (for reference-stdio)",
     )
+    parser.add_argument("--misbehave", choices=MISBEHAVIOURS, help="break the protocol on purpose (selftest)")
+    parser.add_argument("--once-marker", type=Path, help="misbehave only while this file does not exist")
     parser.set_defaults(handler=_main)

@@ -297,6 +297,11 @@ class AgentSession:
             check_latch=lambda: None,
         )
 
+    def _count_turn(self, progress: TurnProgress) -> None:
+        """Only a provider-engaged turn uses a slot of the hard cap."""
+        if progress.engaged:
+            self._turns_used += 1
+
     def _tokens(self, progress: TurnProgress) -> TokensUsed:
         if not progress.engaged:
             return TokensUsed(input=0, output=0)
@@ -305,8 +310,7 @@ class AgentSession:
         )
 
     async def _settle_interrupted(self, progress: TurnProgress) -> TurnResult:
-        if progress.engaged:
-            self._turns_used += 1
+        self._count_turn(progress)
         if self._interrupt == "cancel":
             return TurnResult(status="cancelled", tokens_used=self._tokens(progress))
         self._state = SessionState.IDLE
@@ -318,8 +322,7 @@ class AgentSession:
 
     async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
         """Publish the single terminal of a turn that ended on its own; cancel still wins."""
-        if progress.engaged:
-            self._turns_used += 1
+        self._count_turn(progress)
         tokens = self._tokens(progress)
         if self._interrupt == "cancel":
             return TurnResult(status="cancelled", tokens_used=tokens)
