@@ -94,17 +94,16 @@ def ensure_json_data(value: Any, location: str = "") -> None:
 def _sorted(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _sorted(value[key]) for key in sorted(value, key=utf16_key)}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return [_sorted(item) for item in value]
     return value
 
 
 def dump_yaml(data: Any) -> str:
     """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
-    ordered = _sorted(data)
-    ensure_json_data(ordered)
+    ensure_json_data(data)
     stream = io.StringIO()
-    _yaml().dump(ordered, stream)
+    _yaml().dump(_sorted(data), stream)
     return stream.getvalue()
 
 
