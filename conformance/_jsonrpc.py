@@ -309,7 +309,7 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
-def _fresh(error: BaseException) -> BaseException:
+def _fresh(error: KitError) -> KitError:
     """A copy of ``error`` without traceback, so one failure can be raised many times."""
     return copy.copy(error).with_traceback(None)
 
@@ -357,7 +357,7 @@ class JsonRpcPeer:
         self._incoming: set[int | str] = set()  # ids of incoming requests being served
         self._tasks: set[asyncio.Task[None]] = set()
         self._write_lock = asyncio.Lock()
-        self._failure: BaseException | None = None
+        self._failure: KitError | None = None
         self._failed = asyncio.Event()
         self._closed = False
         self._reader_task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
@@ -367,7 +367,7 @@ class JsonRpcPeer:
     # -- state ------------------------------------------------------------------------------------
 
     @property
-    def failure(self) -> BaseException | None:
+    def failure(self) -> KitError | None:
         """What broke the peer (an ``AdapterError``, or :class:`PeerClosed`), or ``None`` if usable."""
         return self._failure
 
@@ -381,7 +381,7 @@ class JsonRpcPeer:
         """Methods of our requests still waiting for an answer, oldest first."""
         return [pending.method for pending in self._pending.values()]
 
-    async def wait_failure(self) -> BaseException:
+    async def wait_failure(self) -> KitError:
         """Wait until the peer is broken or closed, and return why (for a server: serve until then)."""
         await self._failed.wait()
         assert self._failure is not None
@@ -391,7 +391,7 @@ class JsonRpcPeer:
         if self._failure is not None:
             raise _fresh(self._failure) from None
 
-    def _fail(self, error: BaseException) -> None:
+    def _fail(self, error: KitError) -> None:
         """Break the peer with ``error`` (the first failure wins)."""
         if self._failure is not None:
             return
@@ -408,7 +408,7 @@ class JsonRpcPeer:
         if self._reader_task is not None and self._reader_task is not current:
             self._reader_task.cancel()
 
-    def _fail_and_raise(self, error: BaseException) -> None:
+    def _fail_and_raise(self, error: KitError) -> None:
         self._fail(error)
         self._raise_if_unusable()
 
