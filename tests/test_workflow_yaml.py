@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -153,6 +154,7 @@ DOCUMENT: dict[str, Any] = {
         "edges": [{"from": "input", "to": "turn-1"}, {"from": "turn-1", "to": "output"}],
     },
 }
+RAW_CALL = {"type": "tool_call", "id": "c", "name": "x", "args": {}}
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:
@@ -199,7 +201,7 @@ def test_a_valid_document_parses_and_keeps_every_field() -> None:
         ("workflow.agents.0.temperature", 0.5),
         ("workflow.metadata.relaviumExport.source", "run"),
         ("workflow.metadata.relaviumExport.extra", 1),
-        ("workflow.metadata.relaviumExport.messages.0.content.0", {"type": "tool_call", "id": "c", "name": "x", "args": {}}),
+        ("workflow.metadata.relaviumExport.messages.0.content.0", RAW_CALL),
         ("workflow.metadata.relaviumExport.messages.0.sessionId", "other"),
         ("workflow.metadata.relaviumExport.messages", [MESSAGE, MESSAGE]),
         ("workflow.agents.0.fallback_chain.0.model", "m"),
@@ -267,7 +269,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     workflow: dict[str, Any] = {
         "id": "w",
         "nodes": [{"id": "input", "type": "input"}, *agent_nodes, {"id": "output", "type": "output"}],
-        "edges": [{"from": a, "to": b} for a, b in zip(ids, ids[1:], strict=False)],
+        "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(ids)],
     }
     if draw(st.booleans()):
         workflow["name"] = draw(PROMPT)
