@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from ruamel.yaml import YAML
 
 from relavium_reference._llm import StreamChunk
@@ -38,14 +38,16 @@ from ._errors import KitUsageError
 
 __all__ = [
     "CASE_ID_PATTERN",
-    "Action",
     "ApprovalStep",
     "Case",
     "CaseExpect",
+    "DoStep",
     "EventHook",
+    "HoldStep",
     "OpStep",
     "ProviderStep",
     "ToolAnswer",
+    "as_op",
     "load_case",
     "load_cases",
     "snapshot_path",
@@ -95,24 +97,18 @@ class OpStep(StrictModel):
         return self
 
 
-Action = Annotated[OpStep, Field(description="an operation the kit performs at a callback")]
+def as_op(value: OpStep | str) -> OpStep:
+    """``do: abort`` is short for ``do: {op: abort}``."""
+    return value if isinstance(value, OpStep) else OpStep(op=value)
 
 
-def _as_op(value: Any) -> Any:
-    return {"op": value} if isinstance(value, str) else value
+DoAction = OpStep | OpName
 
 
 class DoStep(StrictModel):
     """Before answering this callback, perform an operation (e.g. abort)."""
 
-    do: OpStep
-
-    @model_validator(mode="before")
-    @classmethod
-    def _short_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "do" in data:
-            return {**data, "do": _as_op(data["do"])}
-        return data
+    do: DoAction
 
 
 class HoldStep(StrictModel):
@@ -125,34 +121,18 @@ ProviderStep = Annotated[StreamChunk, Field()] | DoStep | HoldStep
 
 
 class ToolAnswer(StrictModel):
-    text: str = ""
-    is_error: bool = False
-    do: OpStep | None = None
-    hold: bool = False
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _short_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "do" in data:
-            data = {**data, "do": _as_op(data["do"])}
-        if isinstance(data, dict) and "isError" in data:
-            data = {**{k: v for k, v in data.items() if k != "isError"}, "is_error": data["isError"]}
-        return data
+    text: str = ""
+    is_error: bool = Field(default=False, alias="isError")
+    do: DoAction | None = None
+    hold: bool = False
 
 
 class ApprovalStep(StrictModel):
     approve: bool = False
-    do: OpStep | None = None
+    do: DoAction | None = None
     hold: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _short_form(cls, data: Any) -> Any:
-        if isinstance(data, bool):
-            return {"approve": data}
-        if isinstance(data, dict) and "do" in data:
-            return {**data, "do": _as_op(data["do"])}
-        return data
 
 
 class EventHook(StrictModel):
@@ -160,14 +140,7 @@ class EventHook(StrictModel):
 
     type: str
     nth: Annotated[int, Field(ge=1)] = 1
-    do: OpStep
-
-    @model_validator(mode="before")
-    @classmethod
-    def _short_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "do" in data:
-            return {**data, "do": _as_op(data["do"])}
-        return data
+    do: DoAction
 
 
 class Setup(StrictModel):
@@ -201,7 +174,7 @@ class Case(StrictModel):
     setup: Setup = Field(default_factory=Setup)
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
     tools: tuple[ToolAnswer, ...] = ()
-    approvals: tuple[ApprovalStep, ...] = ()
+    approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()
     steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
     expect: CaseExpect = Field(default_factory=CaseExpect)
@@ -280,3 +253,21 @@ def select_cases(cases: tuple[Case, ...], patterns: list[str]) -> tuple[Case, ..
 
 
 __all__ += ["KNOWN_CAPABILITIES", "select_cases"]
+
+
+def transcript_schema() -> dict[str, Any]:
+    """The JSON Schema of a golden transcript file (``schemas/transcript.schema.json``)."""
+    from pydantic import TypeAdapter
+
+    from relavium_reference._schemas import SCHEMA_DIALECT
+
+    schema = TypeAdapter(Case).json_schema(by_alias=True)
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://relavium.dev/conformance/schemas/transcript.schema.json",
+        "description": "A golden transcript: one conformance case (docs/transcripts.md).",
+        **schema,
+    }
+
+
+__all__ += ["transcript_schema"]

@@ -21,7 +21,7 @@ from typing import Any
 from relavium_reference._llm import LlmError
 
 from ._adapters import Adapter
-from ._cases import Case, DoStep, HoldStep, OpStep, snapshot_path
+from ._cases import ApprovalStep, Case, DoStep, HoldStep, OpStep, as_op, snapshot_path
 from ._errors import AdapterError
 from ._jsonrpc import RpcError
 from ._matching import check_envelope, match, normalise
@@ -145,7 +145,7 @@ class CaseWorld:
             raise RpcError(-32602, "unknown stream")
         for step in steps:
             if isinstance(step, DoStep):
-                await self.perform(step.do)
+                await self.perform(as_op(step.do))
                 continue
             if isinstance(step, HoldStep):
                 await self._hold()
@@ -162,7 +162,7 @@ class CaseWorld:
         if answer is None:
             return {"text": f"result of {params.get('name')}", "isError": False}
         if answer.do is not None:
-            await self.perform(answer.do)
+            await self.perform(as_op(answer.do))
         if answer.hold:
             await self._hold()
         return {"text": answer.text, "isError": answer.is_error}
@@ -171,11 +171,12 @@ class CaseWorld:
         self.observed.confirms.append(
             {"toolId": params.get("toolId"), "action": params.get("action"), "preview": params.get("preview")}
         )
-        step = next(self._approvals, None)
-        if step is None:
+        answer = next(self._approvals, None)
+        if answer is None:
             return {"approved": False}
+        step = answer if isinstance(answer, ApprovalStep) else ApprovalStep(approve=answer)
         if step.do is not None:
-            await self.perform(step.do)
+            await self.perform(as_op(step.do))
         if step.hold:
             await self._hold()
         return {"approved": step.approve}
@@ -189,7 +190,7 @@ class CaseWorld:
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
         for hook in self.case.on_event:
             if hook.type == kind and hook.nth == self._event_counts[kind]:
-                await self.perform(hook.do)
+                await self.perform(as_op(hook.do))
         return {}
 
     async def _hold(self) -> None:

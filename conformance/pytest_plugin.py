@@ -43,3 +43,73 @@ def pytest_collection_modifyitems(
             "tests cite clauses that are not in the catalogue (fixtures/clauses/):\n  "
             + "\n  ".join(problems)
         )
+
+
+# -- conformance cases, once per registered adapter --------------------------------------------------
+#
+# A test that takes the arguments ``conformance_adapter`` and ``conformance_case`` is run once per
+# (adapter, case).  Adapters come from ``--relavium-adapter NAME`` (repeatable: ``reference``,
+# ``reference-stdio``, ``stdio:COMMAND``; default ``reference``).  The checks are the kit's library
+# functions: the whole suite runs once per adapter (cached for the session) and each test reports its
+# case's verdict, so an adapter's subprocess is started once, not once per case.
+
+_RUNS: dict[str, object] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("relavium-conformance")
+    group.addoption(
+        "--relavium-adapter",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run conformance cases against this adapter (repeatable; default: reference)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if not {"conformance_adapter", "conformance_case"} <= set(metafunc.fixturenames):
+        return
+    from ._cases import load_cases
+
+    adapters = metafunc.config.getoption("relavium_adapter") or ["reference"]
+    pairs = [(adapter, case.id) for adapter in adapters for case in load_cases()]
+    metafunc.parametrize(
+        ("conformance_adapter", "conformance_case"), pairs, ids=[f"{a}::{c}" for a, c in pairs]
+    )
+
+
+def case_verdict(adapter: str, case_id: str) -> object:
+    """The :class:`CaseResult` of ``case_id`` under ``adapter`` (the suite runs once per adapter)."""
+    from ._adapters import resolve_adapter
+    from ._cases import load_cases
+    from ._runner import RunOutcome, run_cases_sync
+
+    if adapter not in _RUNS:
+        _RUNS[adapter] = run_cases_sync(resolve_adapter(adapter), load_cases())
+    outcome = _RUNS[adapter]
+    assert isinstance(outcome, RunOutcome)
+    for result in outcome.run.cases:
+        if result.id == case_id:
+            return result
+    raise KeyError(case_id)
+
+
+def assert_case_passes(adapter: str, case_id: str) -> None:
+    """Fail the calling test with the case's differences unless it passed; skip (with the reason) if
+    the implementation does not declare a capability the case needs."""
+    from ._results import CaseResult, CaseStatus
+
+    result = case_verdict(adapter, case_id)
+    assert isinstance(result, CaseResult)
+    if result.status is CaseStatus.UNSUPPORTED:
+        pytest.skip(f"unsupported: {result.reason}")
+    if result.status is not CaseStatus.PASSED:
+        lines = [f"{result.status.value}: {result.reason}"]
+        lines += [
+            f"  {d.path}: {d.message} (expected {d.expected!r}, got {d.actual!r})" for d in result.differences
+        ]
+        pytest.fail("\n".join(lines), pytrace=False)
+
+
+__all__ += ["assert_case_passes", "case_verdict", "pytest_addoption", "pytest_generate_tests"]
