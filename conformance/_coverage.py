@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._catalogue import Catalogue, Clause, load_catalogue
+from ._errors import KitUsageError
 
 __all__ = [
     "CoverageReport",
@@ -458,7 +459,11 @@ def cited_clause_ids(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> set
             if not path.is_file() or any(resolved.is_relative_to(s) for s in skipped):
                 continue
             if path.suffix in {".yaml", ".yml", ".json"}:
-                _walk_clauses_fields(yaml.load(path.read_text(encoding="utf-8")), found)
+                try:
+                    for document in yaml.load_all(path.read_text(encoding="utf-8")):
+                        _walk_clauses_fields(document, found)
+                except Exception as exc:  # ruamel raises many unrelated types for bad input
+                    raise KitUsageError(f"{path.name}: not readable YAML ({type(exc).__name__})") from None
             elif path.suffix == ".py":
                 for args in _MARK.findall(path.read_text(encoding="utf-8")):
                     found.update(_ID.findall(args))

@@ -27,6 +27,7 @@ from relavium_conformance._coverage import (
     parse_spec_typescript,
 )
 from relavium_conformance._coverage_cli import EXIT_DRIFT, EXIT_OK, EXIT_UNREADABLE, render_table, run
+from relavium_conformance._errors import KitUsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNTHETIC = ROOT / "tests" / "fixtures_specs"
@@ -232,6 +233,17 @@ def test_cited_ids_come_from_clauses_fields_and_clauses_marks(tmp_path: Path) ->
     (skipped / "cat.yaml").write_text("clauses: [AS-SESS-001]\n", encoding="utf-8")
     found = cited_clause_ids([tmp_path], skip=[skipped])
     assert found == {"AS-LIFE-001", "AS-CAP-002", "AS-LIFE-003", "SS-OWN-002"}
+
+
+def test_cited_ids_read_every_document_of_a_multi_document_file(tmp_path: Path) -> None:
+    (tmp_path / "cases.yaml").write_text("clauses: [AS-LIFE-001]\n---\nclauses: [AS-LIFE-002]\n", "utf-8")
+    assert cited_clause_ids([tmp_path]) == {"AS-LIFE-001", "AS-LIFE-002"}
+
+
+def test_an_unreadable_case_file_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("clauses: [\n", encoding="utf-8")
+    with pytest.raises(KitUsageError, match=r"broken\.yaml: not readable YAML"):
+        cited_clause_ids([tmp_path])
 
 
 # ------------------------------------------------------------------------------------------ the command
