@@ -1,20 +1,16 @@
 """The pure export mapping: a session record and its transcript to a workflow document.
 
-Turn reading (KD-EXP-3), over the messages sorted by ``sequenceNumber``, ``system`` rows set aside
-(boundary markers belong to no turn, and export reads turns superseded by a boundary too):
+Turn reading (KD-EXP-3).  The rows are sorted by ``sequenceNumber``; ``system`` rows are set aside
+(boundary markers belong to no turn, and export reads the turns a boundary superseded too).  The rest
+is grouped exactly as resume groups it (``_resume._slots``, the shared structural projection):
 
-* a ``user`` row opens an exchange;
-* an ``assistant`` row with at least one text part and no ``tool_call`` part is a *terminal*: it
-  completes the open exchange (its text may be empty) and the exchange becomes the next ``turn-N``;
-* any other ``assistant`` row (tool calls, with or without preamble text) and every ``tool`` row are
-  structure of the open exchange: the calls' resolved names feed the node's ``tools``;
-* an open exchange met by the next ``user`` row is either a *legacy bare user* (no row of its own after
-  the user row): its text is kept and prefixes the next completed prompt; or an *interrupted
-  exchange* (it had structure): it is dropped from the chain, prefix text and all stays pending;
-* rows outside any open exchange (an assistant or tool row before the first user, or after a
-  terminal) are not part of a turn;
-* at the end, an open exchange is rolled back: a trailing bare user, an unfinished exchange and any
-  pending legacy prefix create no node.
+* a *completed turn* is a ``user`` row, its structural rows (tool-call rows with or without preamble
+  text, tool-result rows), then a terminal: an ``assistant`` row with a text part (possibly empty)
+  and no ``tool_call`` part.  Each becomes the next ``turn-N``;
+* a *legacy bare user* is a ``user`` row directly followed by another ``user`` row: its text prefixes
+  the next completed prompt and it creates no node;
+* an *interrupted exchange* (user row and structure, then another user row), a trailing open exchange,
+  rows outside any exchange and legacy prefix text no later turn completes create no node.
 
 Every message, whatever the reading, is kept in ``metadata.relaviumExport``.
 
@@ -30,17 +26,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ._errors import InvalidInputError
-from ._messages import (
-    UNKNOWN_TOOL,
-    AgentSessionRecord,
-    SessionMessage,
-    TextPart,
-    ToolCallPart,
-    message_text,
-)
+from ._messages import UNKNOWN_TOOL, AgentSessionRecord, SessionMessage
+from ._resume import _slots
 from ._workflow import (
     SCHEMA_VERSION,
     AgentNode,
@@ -60,7 +50,6 @@ __all__ = [
     "OUTPUT_NODE_ID",
     "ExportedTurn",
     "completed_export_turns",
-    "is_terminal",
     "neutralise_interpolation",
     "session_to_workflow",
 ]
@@ -79,23 +68,6 @@ class ExportedTurn:
     tools: tuple[str, ...]
     user_sequence: int
     terminal_sequence: int
-
-
-@dataclass
-class _Exchange:
-    user: SessionMessage
-    prefix: list[str]
-    tool_names: list[str] = field(default_factory=list)
-    has_structure: bool = False
-
-
-def is_terminal(message: SessionMessage) -> bool:
-    """An assistant row holding a text part (even empty) and no tool call."""
-    return (
-        message.role == "assistant"
-        and any(isinstance(part, TextPart) for part in message.content)
-        and not any(isinstance(part, ToolCallPart) for part in message.content)
-    )
 
 
 def neutralise_interpolation(text: str) -> str:
@@ -122,35 +94,29 @@ def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[Sessio
 
 
 def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedTurn]:
-    """The completed logical turns of an ordered transcript, in order (see the module docstring)."""
+    """The completed logical turns of a transcript in sequence order (see the module docstring).
+
+    The grouping into slots is the resume projection's (:mod:`._resume`), applied to every row
+    whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
+    """
+    transcript = [message for message in messages if message.role != "system"]
+    position = {message.sequence_number: index for index, message in enumerate(transcript)}
     turns: list[ExportedTurn] = []
     pending_prefix: list[str] = []
-    exchange: _Exchange | None = None
-    for message in messages:
-        if message.role == "system":
+    for slot in _slots(transcript):
+        if slot.terminal is None:
+            pending_prefix.append(slot.user.text)
             continue
-        if message.role == "user":
-            if exchange is not None and not exchange.has_structure:
-                pending_prefix.append(message_text(exchange.user.content))
-            exchange = _Exchange(user=message, prefix=pending_prefix)
-            continue
-        if exchange is None:
-            continue  # not inside any exchange: no turn to attach it to
-        if is_terminal(message):
-            prompt = _join([*exchange.prefix, message_text(exchange.user.content)])
-            turns.append(
-                ExportedTurn(
-                    prompt=prompt,
-                    tools=_dedupe_grants(exchange.tool_names),
-                    user_sequence=exchange.user.sequence_number,
-                    terminal_sequence=message.sequence_number,
-                )
+        inside = transcript[position[slot.user.sequence_number] + 1 : position[slot.terminal.sequence_number]]
+        turns.append(
+            ExportedTurn(
+                prompt=_join([*pending_prefix, slot.user.text]),
+                tools=_dedupe_grants(part.name for row in inside for part in row.tool_calls),
+                user_sequence=slot.user.sequence_number,
+                terminal_sequence=slot.terminal.sequence_number,
             )
-            pending_prefix = []
-            exchange = None
-            continue
-        exchange.has_structure = True
-        exchange.tool_names.extend(part.name for part in message.tool_calls)
+        )
+        pending_prefix = []
     return turns
 
 

@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from relavium_conformance import fixtures_dir, schemas_dir
 from relavium_reference import InvalidInputError
-from relavium_reference._export_mapping import is_terminal, neutralise_interpolation
+from relavium_reference._export_mapping import neutralise_interpolation
 from relavium_reference._messages import (
     AgentSessionRecord,
     SessionMessage,
@@ -131,21 +131,6 @@ def test_neutralised_text_has_no_opener_and_is_stable(text: str) -> None:
     assert "{{" not in once
     assert neutralise_interpolation(once) == once
     assert once.replace("{ ", "{") == text.replace("{ ", "{")  # only spaces after "{" were added
-
-
-def _message(data: dict[str, Any]) -> SessionMessage:
-    base = {"id": "m", "sessionId": "s", "sequenceNumber": 0, "timestamp": "2026-01-01T00:00:00Z"}
-    return parse_session_message({**base, **data})
-
-
-def test_terminal_is_an_assistant_text_row_without_calls() -> None:
-    assert is_terminal(_message({"role": "assistant", "content": [{"type": "text", "text": ""}]}))
-    reasoning_then_text = [{"type": "reasoning", "text": "r"}, {"type": "text", "text": "t"}]
-    assert is_terminal(_message({"role": "assistant", "content": reasoning_then_text}))
-    preamble = [{"type": "text", "text": "p"}, {"type": "tool_call", "id": "c", "name": "grep"}]
-    assert not is_terminal(_message({"role": "assistant", "content": preamble}))
-    assert not is_terminal(_message({"role": "assistant", "content": []}))
-    assert not is_terminal(_message({"role": "user", "content": [{"type": "text", "text": "u"}]}))
 
 
 # --- properties over generated transcripts -------------------------------------------------------
