@@ -66,7 +66,7 @@ UNKNOWN_TOOL = "unknown_tool"
 
 MEDIA_HANDLE_PATTERN = r"^media://sha256-[0-9a-f]{64}$"
 TOOL_CALL_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$"
 ISO_TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$"
 _MIME_PATTERN = r"^[a-z0-9][a-z0-9.+-]*/[a-z0-9][a-z0-9.+-]*$"
 

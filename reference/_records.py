@@ -9,15 +9,22 @@ the store assigns them inside the commit, which keeps them gap-free.
 
 from __future__ import annotations
 
+import json
 import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from ._llm import LlmMessage
+from ._llm import TextPart as LlmTextPart
+from ._llm import ToolCallPart as LlmToolCallPart
+from ._llm import ToolResultPart as LlmToolResultPart
 from ._messages import (
     ISO_TIMESTAMP_PATTERN,
     REFUSAL_MESSAGES,
+    UNKNOWN_TOOL,
     MessageRole,
     SessionContentPart,
     SessionMessage,
@@ -39,6 +46,8 @@ __all__ = [
     "is_structural_row",
     "is_terminal_row",
     "parse_completed_turn",
+    "result_byte_length",
+    "structural_drafts",
 ]
 
 TITLE_MAX_CODE_POINTS = 40
@@ -52,7 +61,7 @@ _TURN_REFUSALS = {
     "turn_user_row": "the first row of a turn must be a user message with a text part",
     "turn_structural_row": "a structural row must be an assistant tool call or a tool result",
     "turn_terminal_row": "the terminal row must be an assistant message with a text part and no tool call",
-    "turn_duplicate_call": "tool call ids must be unique within a turn",
+    "turn_duplicate_call": "a tool call id is already waiting for its result",
     "turn_orphan_result": "a tool result must answer an earlier call of the same turn",
     "turn_unanswered_call": "every tool call of a completed turn needs exactly one result",
     "turn_draft_invalid": "a message draft breaks the session message rules",
@@ -171,20 +180,20 @@ class CompletedTurn(WireModel):
             raise _refuse("turn_user_row")
         if not is_terminal_row(self.terminal.role, self.terminal.content):
             raise _refuse("turn_terminal_row")
-        called: dict[str, int] = {}
+        pending: set[str] = set()  # calls not answered yet; an id may be reused once answered
         for row in self.structural:
             if not is_structural_row(row.role, row.content):
                 raise _refuse("turn_structural_row")
             for part in row.content:
                 if isinstance(part, ToolCallPart):
-                    if part.id in called:
+                    if part.id in pending:
                         raise _refuse("turn_duplicate_call")
-                    called[part.id] = 0
+                    pending.add(part.id)
                 elif isinstance(part, ToolResultPart):
-                    if part.tool_call_id not in called:
+                    if part.tool_call_id not in pending:
                         raise _refuse("turn_orphan_result")
-                    called[part.tool_call_id] += 1
-        if any(count != 1 for count in called.values()):
+                    pending.remove(part.tool_call_id)
+        if pending:
             raise _refuse("turn_unanswered_call")
         return self
 
@@ -226,3 +235,53 @@ def derive_title(user_text: str) -> str | None:
     if len(collapsed) <= TITLE_MAX_CODE_POINTS:
         return collapsed
     return collapsed[: TITLE_MAX_CODE_POINTS - 1].rstrip() + "…"
+
+
+def result_byte_length(result: Any) -> int:
+    """The size of a tool output as the model received it: UTF-8 bytes (KD-MSG-1).
+
+    A string counts as itself; any other value as its compact JSON text.
+    """
+    text = (
+        result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    )
+    return len(text.encode("utf-8"))
+
+
+def structural_drafts(
+    round_messages: Sequence[LlmMessage],
+    structural_names: Mapping[str, str],
+    *,
+    model_id: str | None = None,
+) -> tuple[MessageDraft, ...]:
+    """Project a turn's in-flight tool rounds onto content-free structural rows.
+
+    Each assistant round message becomes one call row (its preamble text kept, arguments dropped,
+    reasoning dropped); each tool result becomes its own tool row with the error flag and the
+    output's byte length, never the output.  ``structural_names`` maps a call id to the name the
+    registry resolved it to; a call missing from it is named ``unknown_tool``.  This is the one
+    place where raw arguments and results are left behind, on purpose: the durable union itself
+    refuses them.
+    """
+    drafts: list[MessageDraft] = []
+    for message in round_messages:
+        if message.role == "assistant":
+            parts: list[Any] = []
+            for part in message.content:
+                if isinstance(part, LlmTextPart):
+                    parts.append(TextPart(text=part.text))
+                elif isinstance(part, LlmToolCallPart):
+                    parts.append(ToolCallPart(id=part.id, name=structural_names.get(part.id, UNKNOWN_TOOL)))
+            if any(isinstance(part, ToolCallPart) for part in parts):
+                drafts.append(MessageDraft(role="assistant", content=tuple(parts), model_id=model_id))
+        elif message.role == "tool":
+            for part in message.content:
+                if isinstance(part, LlmToolResultPart):
+                    result = ToolResultPart(
+                        tool_call_id=part.tool_call_id,
+                        name=structural_names.get(part.tool_call_id, UNKNOWN_TOOL),
+                        is_error=part.is_error,
+                        byte_length=result_byte_length(part.result),
+                    )
+                    drafts.append(MessageDraft(role="tool", content=(result,)))
+    return tuple(drafts)

@@ -24,7 +24,10 @@ from relavium_reference._records import CostEntry, parse_completed_turn
 from relavium_reference._resume import reconstruct_session_state
 from relavium_reference._store import SessionStore
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX-only")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX-only"),
+]
 
 CHILD = Path(__file__).resolve().parent / "programs" / "crash_commit.py"
 SESSION_ID = "crash-session"

@@ -13,6 +13,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from relavium_reference._errors import InvalidInputError
+from relavium_reference._llm import LlmMessage
+from relavium_reference._llm import TextPart as LlmTextPart
+from relavium_reference._llm import ToolCallPart as LlmToolCallPart
+from relavium_reference._llm import ToolResultPart as LlmToolResultPart
 from relavium_reference._messages import (
     UNKNOWN_TOOL,
     MediaPart,
@@ -30,8 +34,11 @@ from relavium_reference._records import (
     TITLE_MAX_CODE_POINTS,
     CompletedTurn,
     CostEntry,
+    MessageDraft,
     derive_title,
     parse_completed_turn,
+    result_byte_length,
+    structural_drafts,
 )
 from relavium_reference._schemas import render
 
@@ -504,10 +511,18 @@ def test_a_turn_with_tools_and_an_empty_final_is_accepted() -> None:
         (
             {
                 "user": _user(),
-                "structural": [_call("a"), _result("a"), _call("a"), _result("a")],
+                "structural": [_call("a", "a"), _result("a"), _result("a")],
                 "terminal": _terminal(),
             },
-            "tool call ids must be unique within a turn",
+            "a tool call id is already waiting for its result",
+        ),
+        (
+            {
+                "user": _user(),
+                "structural": [_call("a"), _call("a"), _result("a"), _result("a")],
+                "terminal": _terminal(),
+            },
+            "a tool call id is already waiting for its result",
         ),
         (
             {"user": _user(), "structural": [_result("a"), _call("a")], "terminal": _terminal()},
@@ -523,7 +538,7 @@ def test_a_turn_with_tools_and_an_empty_final_is_accepted() -> None:
                 "structural": [_call("a"), _result("a"), _result("a")],
                 "terminal": _terminal(),
             },
-            "every tool call of a completed turn needs exactly one result",
+            "a tool result must answer an earlier call of the same turn",
         ),
         (
             {"user": _user(), "terminal": _terminal(), "finishReason": "tool_use"},
@@ -571,6 +586,68 @@ def test_malformed_turns_are_refused(turn: dict[str, Any], message: str) -> None
     with pytest.raises(InvalidInputError) as caught:
         parse_completed_turn(turn)
     assert caught.value.message == message
+
+
+def test_a_call_id_may_be_reused_once_its_result_is_in() -> None:
+    turn = parse_completed_turn(
+        {
+            "user": _user(),
+            "structural": [_call("a"), _result("a"), _call("a"), _result("a")],
+            "terminal": _terminal(),
+        }
+    )
+    assert len(turn.structural) == 4
+
+
+def test_structural_drafts_keep_structure_and_leave_arguments_and_results_behind() -> None:
+    rounds = [
+        LlmMessage(
+            role="assistant",
+            content=[
+                LlmTextPart(text="Checking."),
+                LlmToolCallPart(id="c1", name="read_file", args={"path": "/secret/key"}),
+                LlmToolCallPart(id="c2", name="made_up", args={"x": 1}),
+            ],
+        ),
+        LlmMessage(
+            role="tool",
+            content=[
+                LlmToolResultPart(tool_call_id="c1", result="héllo", is_error=False),
+                LlmToolResultPart(tool_call_id="c2", result={"error": "no such tool"}, is_error=True),
+            ],
+        ),
+    ]
+    drafts = structural_drafts(rounds, {"c1": "read_file"}, model_id="cat-1")
+    wire = [draft.to_wire() for draft in drafts]
+    assert wire == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_call", "id": "c1", "name": "read_file"},
+                {"type": "tool_call", "id": "c2", "name": UNKNOWN_TOOL},
+            ],
+            "modelId": "cat-1",
+        },
+        {"role": "tool", "content": [{"type": "tool_result", "toolCallId": "c1", "name": "read_file",
+                                      "isError": False, "byteLength": 6}]},
+        {"role": "tool", "content": [{"type": "tool_result", "toolCallId": "c2", "name": UNKNOWN_TOOL,
+                                      "isError": True, "byteLength": 24}]},
+    ]  # fmt: skip
+    assert "secret" not in json.dumps(wire)
+    assert "no such tool" not in json.dumps(wire)
+    turn = CompletedTurn(
+        user=MessageDraft(role="user", content=(TextPart(text="q"),)),
+        structural=drafts,
+        terminal=MessageDraft(role="assistant", content=(TextPart(text=""),)),
+    )
+    assert len(turn.rows) == 5
+
+
+def test_result_byte_length_counts_utf8_bytes() -> None:
+    assert result_byte_length("") == 0
+    assert result_byte_length("é") == 2
+    assert result_byte_length({"a": [1, "ü"]}) == len('{"a":[1,"ü"]}'.encode())
 
 
 def test_cost_entry_needs_a_model() -> None:
