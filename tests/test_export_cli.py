@@ -94,6 +94,7 @@ def _expected_text(db: Path, session_id: str = SESSION_ID) -> str:
         return serialize_workflow(session_to_workflow(*store.load_full(session_id)))
 
 
+@pytest.mark.clauses("AS-EXP-009", "AS-EXP-040")
 def test_export_writes_the_default_file_and_the_notice(
     db: Path, workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -114,6 +115,7 @@ def test_exported_file_parses_and_has_one_node_per_turn(db: Path, workdir: Path)
     assert document.workflow.nodes[1].tools == ("read_file",)  # type: ignore[union-attr]
 
 
+@pytest.mark.clauses("AS-EXP-009")
 def test_json_mode_prints_path_and_id_and_still_writes_the_notice(
     db: Path, workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -192,6 +194,7 @@ def test_session_id_that_cannot_name_a_file_needs_out(db: Path, workdir: Path) -
     assert metadata.relavium_export.session_id == "odd/id"
 
 
+@pytest.mark.clauses("AS-EXP-010", "AS-EXP-012", "AS-EXP-014", "AS-EXP-015")
 def test_notice_covers_continuity_review_and_snapshots() -> None:
     text = " ".join(REVIEW_NOTICE.split()).lower()
     for needed in (

@@ -73,6 +73,32 @@ def test_vectors_are_found_and_well_formed() -> None:
         assert {"record", "messages"} <= set(vector), name
 
 
+@pytest.mark.clauses(
+    "AS-EXP-002",
+    "AS-EXP-003",
+    "AS-EXP-004",
+    "AS-EXP-020",
+    "AS-EXP-021",
+    "AS-EXP-022",
+    "AS-EXP-023",
+    "AS-EXP-024",
+    "AS-EXP-025",
+    "AS-EXP-026",
+    "AS-EXP-027",
+    "AS-EXP-028",
+    "AS-EXP-029",
+    "AS-EXP-030",
+    "AS-EXP-039",
+    "AS-EXP-041",
+    "AS-EXP-042",
+    "AS-EXP-043",
+    "AS-EXP-044",
+    "AS-EXP-045",
+    "AS-EXP-046",
+    "AS-LEG-004",
+    "AS-LEG-007",
+    "AS-LEG-009",
+)
 @pytest.mark.parametrize(("name", "vector"), VECTORS, ids=IDS)
 def test_export_vector(name: str, vector: dict[str, Any]) -> None:
     record, messages = _inputs(vector)
@@ -109,6 +135,7 @@ def test_vectors_cover_the_required_readings() -> None:
     assert any("expected_yaml" in vector for _, vector in VECTORS)
 
 
+@pytest.mark.clauses("AS-EXP-007", "AS-EXP-026")
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -125,6 +152,7 @@ def test_neutralise_interpolation_examples(text: str, expected: str) -> None:
     assert neutralise_interpolation(text) == expected
 
 
+@pytest.mark.clauses("AS-EXP-007", "AS-EXP-026")
 @given(st.text(alphabet="{} x\n", max_size=40))
 def test_neutralised_text_has_no_opener_and_is_stable(text: str) -> None:
     once = neutralise_interpolation(text)
@@ -239,6 +267,16 @@ def _expected_nodes(segments: list[Segment]) -> list[tuple[str, tuple[str, ...]]
     return nodes
 
 
+@pytest.mark.clauses(
+    "AS-EXP-002",
+    "AS-EXP-008",
+    "AS-EXP-020",
+    "AS-EXP-022",
+    "AS-EXP-024",
+    "AS-EXP-028",
+    "AS-EXP-030",
+    "AS-EXP-031",
+)
 @settings(max_examples=200)
 @given(st.lists(SEGMENT, max_size=8))
 def test_generated_transcripts_export_one_node_per_completed_turn(segments: list[Segment]) -> None:
@@ -254,6 +292,7 @@ def test_generated_transcripts_export_one_node_per_completed_turn(segments: list
     assert list(export.messages) == messages
 
 
+@pytest.mark.clauses("AS-EXP-019")
 @settings(max_examples=100)
 @given(st.lists(SEGMENT, max_size=8), st.randoms(use_true_random=False))
 def test_export_is_deterministic_and_ignores_input_order(segments: list[Segment], rnd: random.Random) -> None:
@@ -265,6 +304,7 @@ def test_export_is_deterministic_and_ignores_input_order(segments: list[Segment]
     assert serialize_workflow(session_to_workflow(record, shuffled)) == first
 
 
+@pytest.mark.clauses("AS-EXP-005", "AS-EXP-046")
 @settings(max_examples=100)
 @given(st.lists(SEGMENT, max_size=6), st.none() | st.text(max_size=20).filter(bool))
 def test_exported_text_round_trips_byte_for_byte(segments: list[Segment], title: str | None) -> None:

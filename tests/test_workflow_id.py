@@ -58,6 +58,7 @@ def test_vectors_cover_what_the_issue_requires() -> None:
     )
 
 
+@pytest.mark.clauses("AS-EXP-032", "AS-EXP-033", "AS-EXP-034", "AS-EXP-035", "AS-EXP-036", "AS-EXP-037")
 @pytest.mark.parametrize(("name", "vector"), VECTORS, ids=[name for name, _ in VECTORS])
 def test_workflow_id_vector(name: str, vector: dict[str, Any]) -> None:
     if "expected_error" in vector:
@@ -74,6 +75,7 @@ def test_empty_session_id_names_the_field_not_the_value() -> None:
     assert caught.value.location == "session_id"
 
 
+@pytest.mark.clauses("AS-EXP-032", "AS-EXP-034", "AS-EXP-038")
 @given(title=st.none() | st.text(), session_id=st.text(min_size=1))
 def test_id_is_always_kebab_and_at_most_128(title: str | None, session_id: str) -> None:
     result = workflow_id(title, session_id)
@@ -81,11 +83,13 @@ def test_id_is_always_kebab_and_at_most_128(title: str | None, session_id: str) 
     assert len(result) <= 128
 
 
+@pytest.mark.clauses("AS-EXP-032")
 @given(title=st.none() | st.text(), session_id=st.text(min_size=1))
 def test_id_is_deterministic(title: str | None, session_id: str) -> None:
     assert workflow_id(title, session_id) == workflow_id(title, session_id)
 
 
+@pytest.mark.clauses("AS-EXP-036")
 @given(
     session_id=st.from_regex(r"[a-z0-9]{1,20}(-[a-z0-9]{1,20}){0,4}", fullmatch=True),
     title=st.none() | st.text(alphabet=" !?-_.\u65e5\u00a0\u200d", max_size=10),
@@ -94,6 +98,7 @@ def test_legal_short_session_id_survives_unchanged(title: str | None, session_id
     assert workflow_id(title, session_id) == "exported-session-" + session_id
 
 
+@pytest.mark.clauses("AS-EXP-037")
 @given(session_id=st.text(min_size=1).filter(lambda s: not KEBAB.match(s) or len(s) > 111))
 def test_other_session_ids_are_hex_of_their_first_24_utf16_units(session_id: str) -> None:
     result = workflow_id(None, session_id)
@@ -106,6 +111,7 @@ def test_other_session_ids_are_hex_of_their_first_24_utf16_units(session_id: str
     assert len(result) <= 116
 
 
+@pytest.mark.clauses("AS-EXP-033", "AS-EXP-034")
 @given(words=st.lists(st.from_regex(r"[a-z0-9]{1,12}", fullmatch=True), min_size=1, max_size=30))
 def test_ascii_words_join_with_single_dashes(words: list[str]) -> None:
     slug = "-".join(words)

@@ -36,6 +36,7 @@ JSON_DATA = st.recursive(
 )
 
 
+@pytest.mark.clauses("AS-EXP-046")
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON_DATA)
 def test_dump_then_load_gives_the_same_data_and_the_same_bytes(data: Any) -> None:
@@ -51,6 +52,7 @@ def test_nasty_string_survives_as_a_string(value: str) -> None:
     assert load_yaml(text) == {"k": value}
 
 
+@pytest.mark.clauses("AS-EXP-046")
 def test_keys_are_sorted_by_utf16_code_units_at_every_level() -> None:
     data = {"b": {"z": 1, "\U0001f600": 2, "\uffff": 3, "A": 4}, "a": [{"y": 1, "x": 2}]}
     text = dump_yaml(data)
@@ -60,6 +62,7 @@ def test_keys_are_sorted_by_utf16_code_units_at_every_level() -> None:
     assert text.index("x:") < text.index("y:")
 
 
+@pytest.mark.clauses("AS-EXP-046")
 def test_sequences_keep_their_order() -> None:
     assert load_yaml(dump_yaml({"k": [3, 1, 2]})) == {"k": [3, 1, 2]}
     assert dump_yaml({"k": ["b", "a"]}) == "k:\n  - b\n  - a\n"
@@ -181,6 +184,7 @@ def test_a_valid_document_parses_and_keeps_every_field() -> None:
     assert serialize_workflow(document) == dump_yaml(DOCUMENT)
 
 
+@pytest.mark.clauses("AS-EXP-048")
 @pytest.mark.parametrize(
     ("path", "value"),
     [
@@ -286,6 +290,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     return {"schema_version": "1.0", "workflow": workflow}
 
 
+@pytest.mark.clauses("AS-EXP-005", "AS-EXP-046")
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_generated_documents_round_trip_byte_for_byte(data: dict[str, Any]) -> None:
