@@ -304,17 +304,30 @@ class CoverageReport:
     by_status: dict[str, int]
     tested: list[str]
     untested: list[str]
-    changed: list[str]
-    untriaged: list[str]
     removed: list[str]
     sentences: int
-    changed_detail: dict[str, list[str]] = field(default_factory=dict)
+    #: for each changed clause, where its sentence (or sentences) now stand
+    changed_sentences: dict[str, list[SpecSentence]] = field(default_factory=dict)
+    untriaged_sentences: list[SpecSentence] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[str]:
+        return sorted(self.changed_sentences)
+
+    @property
+    def untriaged(self) -> list[str]:
+        return [excerpt(s) for s in self.untriaged_sentences]
+
+    @property
+    def changed_detail(self) -> dict[str, list[str]]:
+        return {cid: [excerpt(s) for s in found] for cid, found in sorted(self.changed_sentences.items())}
 
     @property
     def clean(self) -> bool:
-        return not (self.changed or self.untriaged or self.removed)
+        return not (self.changed_sentences or self.untriaged_sentences or self.removed)
 
     def to_json(self) -> dict[str, object]:
+        """The ``--json`` document; ``*_sentences`` carry the new fingerprints a catalogue update needs."""
         return {
             "spec": self.spec,
             "clauses": self.clause_count,
@@ -325,7 +338,16 @@ class CoverageReport:
             "changed": self.changed,
             "untriaged": self.untriaged,
             "removed": self.removed,
+            "changed_sentences": {
+                cid: [_sentence_json(s) for s in found]
+                for cid, found in sorted(self.changed_sentences.items())
+            },
+            "untriaged_sentences": [_sentence_json(s) for s in self.untriaged_sentences],
         }
+
+
+def _sentence_json(sentence: SpecSentence) -> dict[str, str]:
+    return {"section": sentence.section, "excerpt": excerpt(sentence), "fingerprint": sentence.fingerprint}
 
 
 _EXCERPT_WORDS = 8
@@ -360,7 +382,7 @@ def coverage_report(
                 claimed.update(s.index for s in found)
             else:
                 lost.setdefault(ref.fingerprint, []).append((clause, normalise(ref.anchor)))
-    changed: dict[str, list[str]] = {}
+    changed: dict[str, list[SpecSentence]] = {}
     removed: set[str] = set()
     for refs in lost.values():
         hit = _relocate(refs, sentences, claimed)
@@ -368,10 +390,9 @@ def coverage_report(
             if hit is None:
                 removed.add(clause.id)
             else:
-                changed.setdefault(clause.id, []).append(excerpt(hit))
+                changed.setdefault(clause.id, []).append(hit)
         if hit is not None:
             claimed.add(hit.index)
-    untriaged = [excerpt(s) for s in sentences if s.index not in claimed]
     cited_set = set(cited)
     by_status: dict[str, int] = {}
     for clause in clauses:
@@ -383,11 +404,10 @@ def coverage_report(
         by_status=by_status,
         tested=[cid for cid in testable if cid in cited_set],
         untested=[cid for cid in testable if cid not in cited_set],
-        changed=sorted(changed),
-        untriaged=untriaged,
         removed=sorted(removed - set(changed)),
         sentences=len(sentences),
-        changed_detail=changed,
+        changed_sentences=changed,
+        untriaged_sentences=[s for s in sentences if s.index not in claimed],
     )
 
 

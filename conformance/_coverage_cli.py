@@ -60,9 +60,7 @@ def run(spec: Path, *, as_json: bool, strict: bool, out: TextIO, err: TextIO) ->
         print(f"spec-coverage: {exc}", file=err)
         return EXIT_UNREADABLE
     if as_json:
-        document = report.to_json()
-        document["changed_sentences"] = report.changed_detail
-        json.dump(document, out, indent=2, ensure_ascii=False)
+        json.dump(report.to_json(), out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
         out.write(render_table(report))
@@ -96,7 +94,7 @@ def render_table(report: CoverageReport) -> str:
     if report.changed:
         lines += ["", "Changed (the prose was edited: re-review the clause and its cases):"]
         for clause_id in report.changed:
-            for where in report.changed_detail.get(clause_id, []):
+            for where in report.changed_detail[clause_id]:
                 lines.append(f"  {clause_id}  {where}")
     if report.untriaged:
         lines += ["", "Untriaged (no clause covers these sentences yet):"]

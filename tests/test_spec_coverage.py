@@ -157,6 +157,13 @@ def test_an_edited_sentence_reports_its_clause_as_changed_and_nothing_untriaged(
 def test_an_inserted_rule_is_untriaged() -> None:
     report = _report("inserted.md")
     assert report.untriaged == ["[Lifecycle > reopen] Reopen a closed session."]
+    assert report.to_json()["untriaged_sentences"] == [
+        {
+            "section": "Lifecycle > reopen",
+            "excerpt": "[Lifecycle > reopen] Reopen a closed session.",
+            "fingerprint": fingerprint("Reopen a closed session."),
+        }
+    ]
     assert report.changed == []
     assert report.removed == []
 
@@ -298,12 +305,22 @@ def test_a_reworded_sentence_of_the_real_spec_is_changed_and_strict_fails(tmp_pa
         for c in load_catalogue().clauses
         if any(r.anchor == "retry overflow is final." for r in c.sentences)
     ]
+    new_fingerprint = fingerprint("A retry overflow is always final.")
     assert len(target) == 1
 
     out = io.StringIO()
     assert run(copy, as_json=True, strict=False, out=out, err=io.StringIO()) == EXIT_OK
     report = json.loads(out.getvalue())
     assert report["changed"] == target
+    assert report["changed_sentences"] == {
+        target[0]: [
+            {
+                "section": "Classified context-window failures",
+                "excerpt": "[Classified context-window failures] A retry overflow is always final.",
+                "fingerprint": new_fingerprint,
+            }
+        ]
+    }
     assert (report["untriaged"], report["removed"]) == ([], [])
     assert run(copy, as_json=True, strict=True, out=io.StringIO(), err=io.StringIO()) == EXIT_DRIFT
 
