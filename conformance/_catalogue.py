@@ -212,6 +212,10 @@ class Catalogue(_Model):
     def by_id(self) -> dict[str, Clause]:
         return {clause.id: clause for clause in self.clauses}
 
+    def testable(self, capability: str | None = None) -> tuple[Clause, ...]:
+        """The clauses cases are written for, optionally only those needing ``capability``."""
+        return tuple(c for c in self.clauses if c.status == "testable" and capability in (None, c.capability))
+
 
 def area_of(clause_id: str) -> str:
     """The area of a clause id: ``AS-LIFE-001`` -> ``LIFE``."""

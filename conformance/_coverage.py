@@ -42,12 +42,16 @@ __all__ = [
     "SpecSentence",
     "cited_clause_ids",
     "coverage_report",
+    "default_case_roots",
+    "excerpt",
     "fingerprint",
     "normalise",
     "parse_spec",
     "parse_spec_file",
     "parse_spec_markdown",
     "parse_spec_typescript",
+    "report_for_spec",
+    "spec_kind",
 ]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -281,7 +285,7 @@ def parse_spec(text: str, *, kind: str) -> list[SpecSentence]:
         return parse_spec_markdown(text)
     if kind == "typescript":
         return parse_spec_typescript(text)
-    raise ValueError(f"unknown spec kind {kind!r}")
+    raise KitUsageError(f"unknown spec kind {kind!r} (markdown or typescript)")
 
 
 def spec_kind(path: Path) -> str:
