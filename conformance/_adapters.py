@@ -58,6 +58,12 @@ class Adapter(Protocol):
 
     def stderr_tail(self) -> list[str]: ...
 
+    def cork(self) -> None:
+        """Hold outgoing calls until :meth:`uncork` sends them together."""
+        ...
+
+    async def uncork(self) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -109,6 +115,12 @@ class InProcessAdapter:
     def stderr_tail(self) -> list[str]:
         return []
 
+    def cork(self) -> None:
+        """Calls started together already run together in-process: nothing to hold."""
+
+    async def uncork(self) -> None:
+        return None
+
     async def close(self) -> None:
         self._implementation = None
 
@@ -153,6 +165,12 @@ class StdioAdapter:
 
     def stderr_tail(self) -> list[str]:
         return self._connection.stderr_tail(20)
+
+    def cork(self) -> None:
+        self._connection.peer.cork()
+
+    async def uncork(self) -> None:
+        await self._connection.peer.uncork()
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -48,6 +48,7 @@ __all__ = [
     "ProviderStep",
     "ToolAnswer",
     "as_op",
+    "as_ops",
     "load_case",
     "load_cases",
     "snapshot_path",
@@ -102,7 +103,14 @@ def as_op(value: OpStep | str) -> OpStep:
     return value if isinstance(value, OpStep) else OpStep(op=value)
 
 
-DoAction = OpStep | OpName
+def as_ops(value: DoAction) -> list[OpStep]:
+    """The operations of a ``do``: one, or a list issued together (see KD-KIT-1)."""
+    if isinstance(value, list | tuple):
+        return [as_op(item) for item in value]
+    return [as_op(value)]
+
+
+DoAction = OpStep | OpName | Annotated[tuple[OpStep | OpName, ...], Field(min_length=2)]
 
 
 class DoStep(StrictModel):

@@ -21,7 +21,7 @@ from typing import Any
 from relavium_reference._llm import LlmError
 
 from ._adapters import Adapter
-from ._cases import ApprovalStep, Case, DoStep, HoldStep, OpStep, as_op, snapshot_path
+from ._cases import ApprovalStep, Case, DoStep, HoldStep, OpStep, as_ops, snapshot_path
 from ._errors import AdapterError
 from ._jsonrpc import RpcError
 from ._matching import check_envelope, match, normalise
@@ -145,7 +145,7 @@ class CaseWorld:
             raise RpcError(-32602, "unknown stream")
         for step in steps:
             if isinstance(step, DoStep):
-                await self.perform(as_op(step.do))
+                await self.perform_together(as_ops(step.do))
                 continue
             if isinstance(step, HoldStep):
                 await self._hold()
@@ -162,7 +162,7 @@ class CaseWorld:
         if answer is None:
             return {"text": f"result of {params.get('name')}", "isError": False}
         if answer.do is not None:
-            await self.perform(as_op(answer.do))
+            await self.perform_together(as_ops(answer.do))
         if answer.hold:
             await self._hold()
         return {"text": answer.text, "isError": answer.is_error}
@@ -176,7 +176,7 @@ class CaseWorld:
             return {"approved": False}
         step = answer if isinstance(answer, ApprovalStep) else ApprovalStep(approve=answer)
         if step.do is not None:
-            await self.perform(as_op(step.do))
+            await self.perform_together(as_ops(step.do))
         if step.hold:
             await self._hold()
         return {"approved": step.approve}
@@ -190,7 +190,7 @@ class CaseWorld:
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
         for hook in self.case.on_event:
             if hook.type == kind and hook.nth == self._event_counts[kind]:
-                await self.perform(as_op(hook.do))
+                await self.perform_together(as_ops(hook.do))
         return {}
 
     async def _hold(self) -> None:
@@ -203,6 +203,20 @@ class CaseWorld:
             future.cancel()
 
     # -- the kit calls the implementation -------------------------------------------------------
+
+    async def perform_together(self, ops: list[OpStep]) -> None:
+        """Issue ``ops`` at once, without waiting for one to answer before sending the next."""
+        if len(ops) == 1:
+            await self.perform(ops[0])
+            return
+        self.adapter.cork()
+        try:
+            tasks = [asyncio.ensure_future(self.perform(op)) for op in ops]
+            for _ in range(3):
+                await asyncio.sleep(0)  # each call reaches the wire (held by the cork)
+        finally:
+            await self.adapter.uncork()
+        await asyncio.gather(*tasks)
 
     async def perform(self, op: OpStep) -> None:
         """Run one operation and check its result or refusal against the step's expectation."""

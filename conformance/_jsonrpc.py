@@ -357,6 +357,7 @@ class JsonRpcPeer:
         self._incoming: set[int | str] = set()  # ids of incoming requests being served
         self._tasks: set[asyncio.Task[None]] = set()
         self._write_lock = asyncio.Lock()
+        self._corked: list[bytes] | None = None
         self._failure: KitError | None = None
         self._failed = asyncio.Event()
         self._closed = False
@@ -440,9 +441,31 @@ class JsonRpcPeer:
                 MalformedMessage(f"{direction} message fails validation ({_first_line(exc)}): {quote(line)}")
             )
 
+    def cork(self) -> None:
+        """Hold outgoing messages until :meth:`uncork`, which writes them all in one write: the other
+        side then reads them together (how the kit issues two operations "at the same moment")."""
+        if self._corked is None:
+            self._corked = []
+
+    async def uncork(self) -> None:
+        lines, self._corked = self._corked, None
+        if not lines:
+            return
+        async with self._write_lock:
+            self._raise_if_unusable()
+            try:
+                self._writer.write(b"".join(lines))
+                await self._writer.drain()
+            except OSError as exc:
+                await self._crash(f"writing failed ({type(exc).__name__})")
+                self._raise_if_unusable()
+
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
         self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
+        if self._corked is not None:
+            self._corked.append(line)
+            return
         async with self._write_lock:
             self._raise_if_unusable()
             try:

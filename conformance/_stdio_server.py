@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ._jsonrpc import DEFAULT_LINE_LIMIT, JsonRpcPeer
+from ._jsonrpc import DEFAULT_LINE_LIMIT, JsonRpcPeer, open_stdio_streams
 from ._reference_impl import ReferenceImplementation
 
 __all__ = ["MISBEHAVIOURS", "register", "serve_stdio"]
@@ -40,12 +39,7 @@ async def serve_stdio(
     hang or garbage happens only if the marker file does not exist yet (it is created first), so a
     restarted server behaves.
     """
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=DEFAULT_LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
-    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-    finished = asyncio.Event()
+    reader, writer = await open_stdio_streams(line_limit=DEFAULT_LINE_LIMIT)
     peer: JsonRpcPeer | None = None
 
     async def callback(method: str, params: dict[str, Any]) -> Any:
@@ -53,10 +47,16 @@ async def serve_stdio(
         return await peer.request(method, params, timeout=None)  # the kit may hold a callback on purpose
 
     implementation = implementation_factory(callback)
+    closing: list[asyncio.Future[None]] = []
+
+    async def _close_soon() -> None:
+        await asyncio.sleep(0)
+        if peer is not None:
+            await peer.aclose()
 
     async def handler(method: str, params: dict[str, Any]) -> Any:
         if method == "bye":
-            finished.set()
+            closing.append(asyncio.ensure_future(_close_soon()))
             return None
         if misbehave is not None:
             await _misbehave(misbehave, method, once_marker, writer)
@@ -66,9 +66,7 @@ async def serve_stdio(
         return result
 
     peer = JsonRpcPeer(reader, writer, handler=handler, line_limit=DEFAULT_LINE_LIMIT)
-    while not finished.is_set() and peer.failure is None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(finished.wait(), 0.1)
+    await peer.wait_failure()  # the kit said bye (we closed) or went away (end of input)
     await peer.aclose()
     return 0
 
