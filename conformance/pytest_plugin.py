@@ -37,7 +37,14 @@ def check_clause_markers(items: Sequence[pytest.Item]) -> list[str]:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    problems = check_clause_markers(items)
+    if not any(item.get_closest_marker("clauses") for item in items):
+        return  # nothing cites a clause: do not even load the catalogue
+    from ._errors import KitUsageError
+
+    try:
+        problems = check_clause_markers(items)
+    except KitUsageError as exc:
+        raise pytest.UsageError(f"the clause catalogue cannot be loaded: {exc}") from None
     if problems:
         raise pytest.UsageError(
             "tests cite clauses that are not in the catalogue (fixtures/clauses/):\n  "
