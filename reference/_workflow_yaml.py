@@ -14,7 +14,8 @@ shapes.  The output depends on the data alone:
 * Unicode kept as is (characters YAML cannot print are escaped), ``\\n`` line ends, one final newline.
 
 Both directions use the same pure-Python safe loader and dumper, so ``dump(load(dump(x))) ==
-dump(x)`` byte for byte.
+dump(x)`` byte for byte.  ``load_yaml`` accepts one document without aliases, duplicate keys or tags
+other than the JSON types.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.representer import SafeRepresenter
 
 from ._errors import InvalidInputError
@@ -109,8 +111,12 @@ def dump_yaml(data: Any) -> str:
 
 def load_yaml(text: str) -> Any:
     """Read YAML text as JSON-shaped data; malformed YAML or non-JSON values raise ``InvalidInputError``."""
+    yaml = _yaml()
     try:
-        data = _yaml().load(text)
+        # An exported text never holds aliases; refusing them also rules out alias bombs.
+        if any(isinstance(event, AliasEvent) for event in yaml.parse(text)):
+            raise InvalidInputError("YAML aliases are not accepted in a workflow")
+        data = yaml.load(text)
     except YAMLError:
         raise InvalidInputError("workflow YAML is not well-formed") from None
     ensure_json_data(data)

@@ -64,6 +64,20 @@ def _inputs(vector: dict[str, Any]) -> tuple[AgentSessionRecord, list[SessionMes
     return record, [parse_session_message(message) for message in vector["messages"]]
 
 
+def test_export_module_surface_is_closed() -> None:
+    import relavium_reference.export as export
+
+    expected = {
+        "WorkflowDocument",
+        "parse_workflow",
+        "serialize_workflow",
+        "session_to_workflow",
+        "workflow_id",
+    }
+    assert set(export.__all__) == expected
+    assert all(callable(getattr(export, name)) for name in expected)
+
+
 def test_vectors_are_found_and_well_formed() -> None:
     assert len(VECTORS) >= 15, "the export vectors are missing"
     assert len(IDS) == len(set(IDS)), "vector names repeat"

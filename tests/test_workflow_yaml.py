@@ -105,6 +105,8 @@ def test_dump_refuses_what_is_not_json_data(value: Any) -> None:
         "1: one\n",
         "k: .nan\n",
         "k: !custom x\n",
+        "a: &x [1]\nb: *x\n",
+        "a: 1\n---\nb: 2\n",
     ],
 )
 def test_load_refuses_malformed_or_non_json_yaml(text: str) -> None:
