@@ -32,6 +32,7 @@ from ._errors import InvalidInputError
 from ._messages import UNKNOWN_TOOL, AgentSessionRecord, SessionMessage
 from ._resume import _slots
 from ._workflow import (
+    EXPORT_METADATA_KEY,
     SCHEMA_VERSION,
     AgentNode,
     Edge,
@@ -159,7 +160,7 @@ def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMe
     spec = WorkflowSpec(
         id=workflow_id(record.title, record.id),
         name=record.title,
-        metadata=WorkflowMetadata(relavium_export=export),
+        metadata=WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: export}),
         agents=(record.agent_snapshot,) if record.agent_snapshot is not None else None,
         nodes=tuple(nodes),
         edges=edges,

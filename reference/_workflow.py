@@ -107,7 +107,8 @@ class Edge(StrictModel):
 class WorkflowMetadata(WireModel):
     """``workflow.metadata``: an open record whose reserved ``relaviumExport`` key is typed."""
 
-    model_config = ConfigDict(extra="allow")
+    # Only the camelCase key is the reserved one: ``relavium_export`` is an ordinary extra key here.
+    model_config = ConfigDict(extra="allow", validate_by_name=False, populate_by_name=False)
     __pydantic_extra__: dict[str, JsonValue]
 
     relavium_export: RelaviumExport | None = None

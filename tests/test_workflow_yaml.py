@@ -218,6 +218,12 @@ def test_parser_refuses(path: str, value: Any) -> None:
         parse_workflow(dump_yaml(_with(path, value)))
 
 
+def test_only_the_camel_case_key_is_the_reserved_export_key() -> None:
+    document = _with("workflow.metadata.relavium_export", {"free": "form"})
+    parsed = parse_workflow_data(document)
+    assert document_to_data(parsed) == document
+
+
 def test_duplicate_agent_ids_are_refused() -> None:
     document = copy.deepcopy(DOCUMENT)
     document["workflow"]["agents"].append(document["workflow"]["agents"][0])
