@@ -95,7 +95,7 @@ def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[Sessio
 
 
 def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedTurn]:
-    """The completed logical turns of a transcript in sequence order (see the module docstring).
+    """The completed logical turns of a transcript sorted by sequence number (see the module docstring).
 
     The grouping into slots is the resume projection's (:mod:`._resume`), applied to every row
     whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
