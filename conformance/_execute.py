@@ -102,6 +102,7 @@ class CaseWorld:
         self._approvals = iter(case.approvals)
         self._event_counts: dict[str, int] = {}
         self._holds: list[asyncio.Future[None]] = []
+        self._inflight: set[asyncio.Future[None]] = set()
         self._opened = 0
 
     # -- the implementation calls the kit -------------------------------------------------------
@@ -220,6 +221,22 @@ class CaseWorld:
 
     async def perform(self, op: OpStep) -> None:
         """Run one operation and check its result or refusal against the step's expectation."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._inflight.add(done)
+        try:
+            await self._perform(op)
+        finally:
+            done.set_result(None)
+            self._inflight.discard(done)
+
+    async def settle(self) -> None:
+        """Wait (bounded) for operations still running in callbacks, then release held callbacks."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=min(self.timeout, 5.0))
+        self.release_holds()
+        await asyncio.sleep(0)
+
+    async def _perform(self, op: OpStep) -> None:
         index = len(self.observed.results)
         params: dict[str, Any] = {"handle": self.handle}
         if op.op == "send":
@@ -353,8 +370,7 @@ async def execute_case(
     except OperationError as exc:
         status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
     finally:
-        world.release_holds()
-        await asyncio.sleep(0)
+        await world.settle()
         register(handle, None)
         observed_snapshot = world.observed.snapshot(workdir)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -185,7 +185,9 @@ SESSION_EVENT_TYPES: tuple[str, ...] = (
     "session:exported",
 )
 
-EventSink = Callable[[SessionEvent], Awaitable[None]]
+EventSink = Callable[[SessionEvent], Awaitable[None] | None]
+"""Receives each event in order. An async sink's coroutine is started at once (in order) and awaited as
+the acknowledgement; a plain function returning ``None`` acknowledges by returning."""
 
 
 class Clock(Protocol):
@@ -210,33 +212,33 @@ class EventStamper:
         self._sink = sink
         self._clock = clock
         self._next = 0
-        self._lock = asyncio.Lock()
 
     @property
     def next_sequence(self) -> int:
         return self._next
 
     async def emit(self, event_type: type[WireModel], **payload: Any) -> SessionEvent:
-        """Stamp and deliver one event.
+        """Stamp one event, hand it to the sink, and wait for the sink's acknowledgement.
 
-        Delivery is shielded and serialised: a cancelled producer cannot leave a stamped event
-        undelivered (which would open a gap), and the sink sees events in sequence order.
+        Stamping and the hand-over happen synchronously, with no await between them, so the sink sees
+        events in sequence order and a cancelled producer cannot leave a stamped event undelivered.
+        Only the acknowledgement is awaited; no lock is held meanwhile, so a host that reacts to an
+        event by calling the session (cancel, abort) can do so before acknowledging it: the nested
+        event is stamped and handed over at once (KD-EVT-2).
         """
-        return await asyncio.shield(self._emit_in_order(event_type, payload))
-
-    async def _emit_in_order(self, event_type: type[WireModel], payload: dict[str, Any]) -> SessionEvent:
-        async with self._lock:
-            draft = {
-                "type": event_type.model_fields["type"].default,
-                "sessionId": self._session_id,
-                "sequenceNumber": self._next,
-                "timestamp": format_timestamp(self._clock.now()),
-                **{_camel(key): _wire(value) for key, value in payload.items() if value is not None},
-            }
-            event = SESSION_EVENT_ADAPTER.validate_python(draft)
-            self._next += 1
-            await self._sink(event)
-            return event
+        draft = {
+            "type": event_type.model_fields["type"].default,
+            "sessionId": self._session_id,
+            "sequenceNumber": self._next,
+            "timestamp": format_timestamp(self._clock.now()),
+            **{_camel(key): _wire(value) for key, value in payload.items() if value is not None},
+        }
+        event = SESSION_EVENT_ADAPTER.validate_python(draft)
+        self._next += 1
+        acknowledgement = self._sink(event)
+        if acknowledgement is not None:
+            await asyncio.shield(asyncio.ensure_future(acknowledgement))
+        return event
 
 
 def _camel(name: str) -> str:
