@@ -83,6 +83,7 @@ class InProcessAdapter:
         self._factory = factory
         self._implementation: InProcessImplementation | None = None
         self._callback: Callback | None = None
+        self._callbacks: set[asyncio.Future[Any]] = set()
 
     async def open(self, callback: Callback) -> HelloResult:
         self._callback = callback
@@ -90,7 +91,10 @@ class InProcessAdapter:
         async def isolated(method: str, params: dict[str, Any]) -> Any:
             # The kit's answer is computed in the kit's own task: cancelling the implementation's
             # waiting task abandons the request, like a JSON-RPC request already on the wire.
-            return await asyncio.shield(asyncio.ensure_future(callback(method, params)))
+            task = asyncio.ensure_future(callback(method, params))
+            self._callbacks.add(task)
+            task.add_done_callback(self._callbacks.discard)
+            return await asyncio.shield(task)
 
         self._implementation = self._factory(isolated)
         return self._implementation.hello_result()
@@ -123,6 +127,10 @@ class InProcessAdapter:
 
     async def close(self) -> None:
         self._implementation = None
+        pending = [task for task in self._callbacks if not task.done()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 class StdioAdapter:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import itertools
 import json
 import shutil
 import tempfile
@@ -29,6 +31,9 @@ from ._protocol import HelloResult, OperationError
 from ._results import CaseResult, CaseStatus, Difference, one_line
 
 __all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+
+_CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
+_KEYS = itertools.count()
 
 DEFAULT_AGENT: dict[str, Any] = {
     "id": "helper",
@@ -103,11 +108,23 @@ class CaseWorld:
         self._event_counts: dict[str, int] = {}
         self._holds: list[asyncio.Future[None]] = []
         self._inflight: set[asyncio.Future[None]] = set()
+        self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
 
     # -- the implementation calls the kit -------------------------------------------------------
 
     async def callback(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer one callback; while it runs it counts as active (unless it is holding on purpose)."""
+        key = next(_KEYS)
+        self._active[key] = False
+        reset = _CALLBACK_KEY.set(key)
+        try:
+            return await self._answer(method, params)
+        finally:
+            _CALLBACK_KEY.reset(reset)
+            del self._active[key]
+
+    async def _answer(self, method: str, params: dict[str, Any]) -> Any:
         if method == "provider.open":
             return self._provider_open(params)
         if method == "provider.next":
@@ -197,6 +214,9 @@ class CaseWorld:
     async def _hold(self) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._holds.append(future)
+        key = _CALLBACK_KEY.get()
+        if key in self._active:
+            self._active[key] = True  # holding on purpose: the case may end without it
         await future
 
     def release_holds(self) -> None:
@@ -230,9 +250,12 @@ class CaseWorld:
             self._inflight.discard(done)
 
     async def settle(self) -> None:
-        """Wait (bounded) for operations still running in callbacks, then release held callbacks."""
-        if self._inflight:
-            await asyncio.wait(set(self._inflight), timeout=min(self.timeout, 5.0))
+        """Wait (bounded) until every callback has answered or is holding on purpose, and every
+        operation it started has finished; then release the held callbacks."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(self.timeout, 5.0)
+        while loop.time() < deadline and (self._inflight or not all(self._active.values())):
+            await asyncio.sleep(0.002)
         self.release_holds()
         await asyncio.sleep(0)
 

@@ -224,7 +224,7 @@ class EventStamper:
         events in sequence order and a cancelled producer cannot leave a stamped event undelivered.
         Only the acknowledgement is awaited; no lock is held meanwhile, so a host that reacts to an
         event by calling the session (cancel, abort) can do so before acknowledging it: the nested
-        event is stamped and handed over at once (KD-EVT-2).
+        event is stamped and handed over at once (KD-EVT-3).
         """
         draft = {
             "type": event_type.model_fields["type"].default,
