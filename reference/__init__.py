@@ -53,10 +53,15 @@ from ._llm import (
     ToolResultPart,
     Usage,
 )
+from ._messages import AgentSessionRecord, SessionMessage, parse_agent_session_record, parse_session_message
+from ._persist import SqlitePersister, TurnPersister
 from ._projection import Exchange
+from ._records import CompletedTurn, CostEntry, MessageDraft
+from ._resume import SessionResumeState, TurnSpan, reconstruct_session_state, resume_state_problem
 from ._scripted import ProviderScript, ScriptedProvider, load_script
 from ._session import DEFAULT_SESSION_MAX_TURNS, AgentSession, SessionDeps, TurnResult
 from ._shapes import AgentSnapshot, FallbackEntry, SessionContext, parse_strict
+from ._store import SessionStore, StoreError
 from ._tools import (
     UNKNOWN_TOOL,
     ApprovalRequest,
@@ -78,6 +83,7 @@ __all__ = [
     "AgentApprovalRequested",
     "AgentReasoning",
     "AgentSession",
+    "AgentSessionRecord",
     "AgentSnapshot",
     "AgentToken",
     "AgentToolCall",
@@ -89,6 +95,8 @@ __all__ = [
     "CommandDenied",
     "CommandFailed",
     "CommandRan",
+    "CompletedTurn",
+    "CostEntry",
     "CostUpdated",
     "DependencyError",
     "ErrorCode",
@@ -103,6 +111,7 @@ __all__ = [
     "LlmMessage",
     "LlmProvider",
     "LlmRequest",
+    "MessageDraft",
     "PersistError",
     "ProviderId",
     "ProviderScript",
@@ -115,14 +124,19 @@ __all__ = [
     "SessionEvent",
     "SessionExported",
     "SessionInput",
+    "SessionMessage",
+    "SessionResumeState",
     "SessionStarted",
     "SessionState",
     "SessionStateCode",
     "SessionStateError",
     "SessionStopReason",
+    "SessionStore",
     "SessionTurnCompleted",
     "SessionTurnStarted",
+    "SqlitePersister",
     "StopReason",
+    "StoreError",
     "StreamChunk",
     "SystemClock",
     "TextPart",
@@ -136,10 +150,16 @@ __all__ = [
     "ToolRegistry",
     "ToolResultPart",
     "TurnError",
+    "TurnPersister",
     "TurnPolicy",
     "TurnResult",
+    "TurnSpan",
     "Usage",
     "UserCommandOutcome",
     "load_script",
+    "parse_agent_session_record",
+    "parse_session_message",
     "parse_strict",
+    "reconstruct_session_state",
+    "resume_state_problem",
 ]

@@ -15,7 +15,16 @@ from typing import Literal
 from ._llm import ContentPart, LlmMessage, TextPart
 from ._shapes import MemoryNone, MemoryPolicySpec, MemoryWindow
 
-__all__ = ["Exchange", "HistoryMessage", "fold_same_role", "project_history", "working_messages"]
+__all__ = [
+    "SUMMARY_CLOSE",
+    "SUMMARY_OPEN",
+    "Exchange",
+    "HistoryMessage",
+    "fold_same_role",
+    "project_history",
+    "summary_messages",
+    "working_messages",
+]
 
 
 @dataclass(frozen=True)
@@ -29,7 +38,7 @@ class Exchange:
     """One completed turn of the working transcript: the user text and the final assistant text."""
 
     user: str
-    assistant: str
+    assistant: str | None  # None: a legacy bare user kept in context, with no terminal
 
 
 def working_messages(exchanges: Sequence[Exchange]) -> list[HistoryMessage]:
@@ -53,6 +62,17 @@ def project_history(exchanges: Sequence[Exchange], memory: MemoryPolicySpec | No
     if isinstance(memory, MemoryWindow):
         return working_messages(exchanges[-memory.window_size :])
     return working_messages(exchanges)
+
+
+SUMMARY_OPEN = "<earlier-conversation-summary>"
+SUMMARY_CLOSE = "</earlier-conversation-summary>"
+
+
+def summary_messages(summary: str | None) -> list[HistoryMessage]:
+    """A running summary as untrusted user-role data, never part of the system prompt (KD-PROJ-2)."""
+    if not summary:
+        return []
+    return [HistoryMessage("user", f"{SUMMARY_OPEN}\n{summary}\n{SUMMARY_CLOSE}")]
 
 
 def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:

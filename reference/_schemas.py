@@ -43,8 +43,14 @@ _SOURCES: dict[str, tuple[Any, str]] = {
     "user-command-outcome.schema.json": (UserCommandOutcome, "What runUserCommand returns."),
 }
 
+def _message_schemas() -> dict[str, dict[str, Any]]:
+    from ._messages import json_schemas
+
+    return json_schemas()
+
+
 # Other modules contribute their own generated schemas here (name -> generator).
-EXTRA_SOURCES: list[Callable[[], dict[str, dict[str, Any]]]] = []
+EXTRA_SOURCES: list[Callable[[], dict[str, dict[str, Any]]]] = [_message_schemas]
 
 
 def _schema_for(name: str, source: Any, title: str) -> dict[str, Any]:

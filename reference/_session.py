@@ -26,7 +26,7 @@ from ._commands import (
     CommandRan,
     run_command,
 )
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, SessionStateCode, SessionStateError
 from ._events import (
     Clock,
     EventSink,
@@ -38,9 +38,14 @@ from ._events import (
     SystemClock,
     TokensUsed,
     TurnError,
+    format_timestamp,
 )
 from ._lifecycle import Effect, Outcome, SessionInput, SessionState, apply
-from ._projection import Exchange, project_history
+from ._messages import AgentSessionRecord
+from ._persist import TurnPersister, completed_turn
+from ._projection import Exchange, project_history, summary_messages
+from ._records import CostEntry
+from ._resume import SessionResumeState, resume_state_problem
 from ._shapes import AgentSnapshot, SessionContext, WireModel
 from ._tools import ToolRegistry, TurnPolicy
 from ._turn import (
@@ -55,7 +60,7 @@ from ._turn import (
 )
 from ._vocabulary import RETRYABLE_ERROR_CODES, ErrorCode, SessionStopReason
 
-__all__ = ["DEFAULT_SESSION_MAX_TURNS", "AgentSession", "SessionDeps", "TurnResult"]
+__all__ = ["DEFAULT_SESSION_MAX_TURNS", "AgentSession", "SessionDeps", "TurnResult", "exchanges_from_state"]
 
 DEFAULT_SESSION_MAX_TURNS = 50
 
@@ -79,6 +84,7 @@ class SessionDeps:
     allowed_command_globs: tuple[str, ...] = ()
     command_output_limit: int = DEFAULT_OUTPUT_LIMIT
     new_id: Callable[[], str] = _new_id
+    persister: TurnPersister | None = None
 
 
 class TurnResult(WireModel):
@@ -89,6 +95,26 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
+
+
+def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
+    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
+    starts = {span.start: span for span in state.completed_turn_spans}
+    out: list[Exchange] = []
+    index = 0
+    while index < len(state.messages):
+        span = starts.get(index)
+        if span is not None:
+            user = state.messages[span.start].text
+            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
+            out.append(Exchange(user=user, assistant=reply))
+            index = span.end
+            continue
+        message = state.messages[index]
+        if message.role == "user":
+            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
+        index += 1
+    return out
 
 
 def resolve_max_turns(value: int | None) -> int:
@@ -131,8 +157,38 @@ class AgentSession:
         self._interrupt: Literal["abort", "cancel"] | None = None
         self._progress: TurnProgress | None = None
         self._turn_task: asyncio.Task[TurnEnd] | None = None
+        self._latched = False
+        self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
+
+    @classmethod
+    def resume(
+        cls,
+        *,
+        agent: AgentSnapshot,
+        context: SessionContext,
+        deps: SessionDeps,
+        state: SessionResumeState,
+        session_id: str,
+        agent_ref: str | None = None,
+    ) -> AgentSession:
+        """A new instance continuing a persisted session, idle, with no ``session:started``.
+
+        The state is checked first (span bounds and order, span roles, text-only messages); a state that
+        fails is refused with ``invalid_resume_state`` before anything reaches the host.  The admitted
+        state is copied: completed turns become the working transcript, retained legacy bare users keep
+        their text and their own slot, and the hard cap continues from the reconstructed turn count.
+        """
+        problem = resume_state_problem(state)
+        if problem is not None:
+            raise SessionStateError(SessionStateCode.INVALID_RESUME_STATE, problem, state="created")
+        session = cls(agent=agent, context=context, deps=deps, session_id=session_id, agent_ref=agent_ref)
+        session._exchanges = exchanges_from_state(state)
+        session._turns_used = state.turn_count
+        session._preamble = state.context_preamble
+        session._state = SessionState.IDLE
+        return session
 
     # -- observation -----------------------------------------------------------------------------
 
@@ -163,6 +219,8 @@ class AgentSession:
     async def start(self) -> None:
         """created -> idle; emits ``session:started``. Refuses with ``already_started`` / ``not_active``."""
         self._apply(SessionInput.START)
+        if self._deps.persister is not None:
+            await self._deps.persister.create_session(self._record())
         self._state = SessionState.IDLE
         await self._stamper.emit(
             SessionStarted, agent_ref=self.agent_ref, model=self._agent.model, context=self._context
@@ -221,13 +279,20 @@ class AgentSession:
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
             if task.cancelled() or self._interrupt is not None:
+                await self._record_uncommitted_cost(progress)
                 return await self._settle_interrupted(progress)
             error = task.exception()
             if error is not None:
                 await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
                 raise error
             end = task.result()
-            if end.succeeded:
+            if not end.succeeded:
+                await self._record_uncommitted_cost(progress)
+                return await self._settle(end, progress)
+            if not await self._commit(text, end, progress):
+                failed = TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
+                return await self._settle(failed, progress)
+            if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
                 self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
             return await self._settle(end, progress)
         finally:
@@ -255,6 +320,7 @@ class AgentSession:
                 policy=self._policy,
                 cwd=self._context.working_dir,
                 call_id=f"usercmd-{self._commands_run}",
+                latched=self._latched,
                 output_limit=self._deps.command_output_limit,
             )
         )
@@ -284,7 +350,10 @@ class AgentSession:
         return TurnSetup(
             agent=self._agent,
             node_id=self.agent_ref,
-            history=project_history(self._exchanges, self._agent.memory),
+            history=[
+                *summary_messages(self._preamble),
+                *project_history(self._exchanges, self._agent.memory),
+            ],
             pending_user=text,
             advertised=advertised,
             policy=policy,
@@ -294,8 +363,73 @@ class AgentSession:
             resolve_provider=self._deps.resolve_provider,
             sleep=self._deps.sleep,
             stamper=self._stamper,
-            check_latch=lambda: None,
+            latched=lambda: self._latched,
         )
+
+    def _record(self) -> AgentSessionRecord:
+        now = format_timestamp(self._deps.clock.now())
+        return AgentSessionRecord.model_validate(
+            {
+                "id": self.session_id,
+                "agentSlug": self.agent_ref,
+                "agentSnapshot": self._agent.to_wire(),
+                "context": self._context.to_wire(),
+                "status": "active",
+                "totalInputTokens": 0,
+                "totalOutputTokens": 0,
+                "totalCostMicrocents": 0,
+                "createdAt": now,
+                "updatedAt": now,
+            }
+        )
+
+    def _costs(self, progress: TurnProgress) -> tuple[CostEntry, ...]:
+        if not progress.engaged or progress.model is None:
+            return ()
+        return (
+            CostEntry(
+                model=progress.model,
+                input_tokens=progress.usage.input_tokens,
+                output_tokens=progress.usage.output_tokens,
+                cost_microcents=0,
+                call_count=progress.attempts,
+                unpriced_calls=progress.attempts,
+            ),
+        )
+
+    async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
+        """Hand the completed turn to the host's persister; a failure latches the session."""
+        persister = self._deps.persister
+        if persister is None:
+            return True
+        names = {entry.tool_call_id: entry.name for entry in progress.tool_history}
+        stop = end.stop_reason.value
+        try:
+            turn = completed_turn(
+                user_text=text,
+                final_text=end.text or "",
+                round_messages=progress.round_messages,
+                structural_names=names,
+                model=progress.model,
+                finish_reason=stop if stop in ("stop", "length", "content_filter") else "stop",
+                costs=self._costs(progress),
+            )
+            await persister.commit_turn(self.session_id, turn)
+        except Exception:
+            self._latched = True
+            return False
+        return True
+
+    async def _record_uncommitted_cost(self, progress: TurnProgress) -> None:
+        """Errors and aborts commit no transcript, but what they spent is recorded."""
+        persister = self._deps.persister
+        if persister is None:
+            return
+        for entry in self._costs(progress):
+            try:
+                await persister.record_cost(self.session_id, entry)
+            except Exception:
+                self._latched = True
 
     def _count_turn(self, progress: TurnProgress) -> None:
         """Only a provider-engaged turn uses a slot of the hard cap."""

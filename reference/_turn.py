@@ -117,6 +117,7 @@ class TurnProgress:
     tool_history: list[ToolHistoryEntry] = field(default_factory=list)
     resolved: bool = False
     attempts: int = 0
+    round_messages: list[LlmMessage] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class TurnSetup:
     resolve_provider: ProviderResolver
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
-    check_latch: Callable[[], None]
+    latched: Callable[[], bool]
 
 
 @dataclass
@@ -172,7 +173,7 @@ class _Failed(Exception):
 
 async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
     """Run one turn to its end. Cancellation of the calling task propagates."""
-    round_messages: list[LlmMessage] = []
+    round_messages = progress.round_messages
     rounds_done = 0
     while True:
         try:
@@ -212,7 +213,8 @@ async def _attempt_chain(
     last_code: ErrorCode | None = None
     for entry in setup.plan:
         for attempt in range(entry.max_attempts):
-            setup.check_latch()
+            if setup.latched():
+                raise _Failed(ErrorCode.INTERNAL)  # no egress after a failed persist
             try:
                 provider = setup.resolve_provider(entry.provider, entry.model)
             except Exception:
@@ -356,7 +358,8 @@ async def _decide_and_run(setup: TurnSetup, call: _PendingCall, round_number: in
         request = ApprovalRequest(tool_id=call.name, action=tool.action, preview=preview, call_id=call.id)
         if not await setup.policy.approves(request):
             return ToolOutput(f"the user did not approve {call.name!r}", is_error=True)
-    setup.check_latch()  # immediately before the actual dispatch
+    if setup.latched():  # checked immediately before the actual dispatch
+        return ToolOutput("the session stopped after a failed save", is_error=True)
     try:
         return await tool.run(call.args, ToolCallInfo(call.id, call.name, round_number))
     except Exception:

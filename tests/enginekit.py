@@ -141,6 +141,7 @@ def make_session(
     context: SessionContext | None = None,
     tools: ToolRegistry | None = None,
     resolver: Callable[[Any, str], Any] | None = None,
+    session_id: str = "s-test",
     **deps: Any,
 ) -> Harness:
     if provider is None:
@@ -160,6 +161,6 @@ def make_session(
             sleep=_no_sleep,
             **deps,
         ),
-        session_id="s-test",
+        session_id=session_id,
     )
     return Harness(session=session, events=events, provider=provider)
