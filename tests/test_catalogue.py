@@ -296,12 +296,6 @@ def _kit_defined_entries() -> dict[str, list[str]]:
     return entries
 
 
-#: Entries the catalogue names that their owners (engine helpers) are still writing into
-#: docs/kit-defined.md.  Absence is tolerated for these only; once an entry exists, its Clauses line must
-#: list the clauses that name it, like every other entry.  Remove an id from here once its entry exists.
-PENDING_KIT_DEFINED: frozenset[str] = frozenset()
-
-
 def test_every_kit_defined_clause_names_an_entry_that_lists_it() -> None:
     entries = _kit_defined_entries()
     problems = []
@@ -309,14 +303,12 @@ def test_every_kit_defined_clause_names_an_entry_that_lists_it() -> None:
         if clause.kit_defined is None:
             continue
         if clause.kit_defined not in entries:
-            if clause.kit_defined not in PENDING_KIT_DEFINED:
-                problems.append(f"{clause.id}: no entry {clause.kit_defined} in docs/kit-defined.md")
+            problems.append(f"{clause.id}: no entry {clause.kit_defined} in docs/kit-defined.md")
         elif clause.id not in entries[clause.kit_defined]:
             problems.append(
                 f"add {clause.id} to the Clauses line of {clause.kit_defined} (docs/kit-defined.md)"
             )
     assert problems == []
-    assert sorted(PENDING_KIT_DEFINED & set(entries)) == [], "these entries exist now: drop them from PENDING"
 
 
 # ------------------------------------------------------------------------------------------ the marker
