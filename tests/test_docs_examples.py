@@ -1,0 +1,215 @@
+"""The documentation's examples are real: the Node.js adapter speaks the protocol, the annotated exchange
+validates, every method is documented, and the commands and links in the docs exist."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relavium_conformance._adapters import resolve_adapter
+from relavium_conformance._cases import KNOWN_CAPABILITIES, load_cases
+from relavium_conformance._cli import build_parser
+from relavium_conformance._protocol import (
+    CALLBACKS,
+    INVALID_INPUT,
+    OPERATIONS,
+    SESSION_STATE_ERROR,
+    UNSUPPORTED_OPERATION,
+)
+from relavium_conformance._results import CaseStatus, ClauseStatus, RunResult
+from relavium_conformance._runner import run_cases_sync
+from relavium_conformance._validation import ProtocolValidator
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+ECHO_ADAPTER = DOCS / "examples" / "echo-adapter.mjs"
+NODE = shutil.which("node")
+
+#: Cases the echo adapter must pass: the session basics, a plain turn, abort and cancel.
+ECHO_PASSES = (
+    "session/start-emits-started",
+    "session/start-twice-refused",
+    "session/send-before-start-refused",
+    "lifecycle/plain-turn-event-order",
+    "lifecycle/abort-idle-noop",
+    "lifecycle/abort-mid-stream",
+    "lifecycle/cancel-idle",
+    "lifecycle/after-cancel-inert",
+    "races/abort-and-cancel-together",
+)
+
+
+def _node_major() -> int | None:
+    if NODE is None:
+        return None
+    out = subprocess.run([NODE, "--version"], capture_output=True, text=True, check=False, timeout=30)
+    match = re.match(r"v(\d+)\.", out.stdout.strip())
+    return int(match.group(1)) if match else None
+
+
+needs_node = pytest.mark.skipif(
+    (_node_major() or 0) < 20, reason="node 20 or later is not on PATH: the Node.js example cannot run"
+)
+
+
+@pytest.fixture(scope="module")
+def echo_run() -> tuple[RunResult, int]:
+    assert NODE is not None
+    validator = ProtocolValidator()
+    adapter = resolve_adapter(f"stdio:{NODE} {ECHO_ADAPTER}", validate=validator)
+    outcome = run_cases_sync(adapter, load_cases())
+    return outcome.run, validator.checked
+
+
+@needs_node
+def test_echo_adapter_speaks_the_protocol_without_an_errored_case(echo_run: tuple[RunResult, int]) -> None:
+    run, checked = echo_run
+    errored = {case.id: case.reason for case in run.cases if case.status is CaseStatus.ERRORED}
+    assert errored == {}
+    assert checked > 1000  # every message of the run went through the validator
+    assert run.implementation.name == "echo-adapter"
+    assert run.implementation.capabilities == ("core",)
+
+
+@needs_node
+def test_echo_adapter_passes_the_basic_cases(echo_run: tuple[RunResult, int]) -> None:
+    run, _ = echo_run
+    status = {case.id: case.status for case in run.cases}
+    assert {case: status[case] for case in ECHO_PASSES} == dict.fromkeys(ECHO_PASSES, CaseStatus.PASSED)
+
+
+@needs_node
+def test_echo_adapter_undeclared_capability_is_unsupported_not_failed(
+    echo_run: tuple[RunResult, int],
+) -> None:
+    run, _ = echo_run
+    needing_commands = [case for case in run.cases if case.id.startswith("commands/")]
+    assert needing_commands
+    assert {case.status for case in needing_commands} == {CaseStatus.UNSUPPORTED}
+
+
+@needs_node
+def test_echo_adapter_report_is_per_clause(echo_run: tuple[RunResult, int]) -> None:
+    run, _ = echo_run
+    cases = {case.id: case for case in run.cases}
+    clauses = {clause.id: clause for clause in run.clauses}
+    # the toy does not default fsScopeTier: that case fails, and with it the clause it checks
+    assert cases["context/default-scope-tier"].status is CaseStatus.FAILED
+    assert clauses["AS-CTX-003"].status is ClauseStatus.FAILED
+    # every case citing AS-LIFE-047 passes, so the clause passes
+    assert clauses["AS-LIFE-047"].status is ClauseStatus.PASSED
+    assert all(cases[case].status is CaseStatus.PASSED for case in clauses["AS-LIFE-047"].cases)
+
+
+# -- the annotated exchange of docs/protocol.md -----------------------------------------------------
+
+_ARROWS = {"K→I": "kit", "I→K": "implementation"}
+
+
+def _documented_exchange() -> list[tuple[str, dict[str, Any]]]:
+    """The complete (not shortened) message lines of protocol.md's annotated exchange, in order."""
+    text = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    section = text.split("## An annotated exchange", 1)[1].split("### An abort before", 1)[0]
+    out = []
+    for line in section.splitlines():
+        arrow, _, body = line.partition(" ")
+        if arrow in _ARROWS:
+            out.append((_ARROWS[arrow], json.loads(body)))
+    return out
+
+
+def test_annotated_exchange_validates_against_the_protocol_schemas() -> None:
+    exchange = _documented_exchange()
+    validator = ProtocolValidator()
+    pending: dict[tuple[str, object], str] = {}  # (who asked, id) -> method
+    for sender, message in exchange:
+        other = "implementation" if sender == "kit" else "kit"
+        if "method" in message:
+            method = message["method"]
+            assert method in (OPERATIONS if sender == "kit" else CALLBACKS), method
+            validator("outgoing", message, method)
+            if "id" in message:
+                pending[(sender, message["id"])] = method
+        else:
+            method = pending.pop((other, message["id"]))
+            validator("incoming", message, method)
+    assert pending == {}  # every request of the documented exchange is answered
+    assert validator.checked == len(exchange) > 20
+
+
+def test_annotated_exchange_events_are_numbered_from_zero() -> None:
+    events = [
+        message["params"]["event"]
+        for _, message in _documented_exchange()
+        if message.get("method") == "host.emit"
+    ]
+    assert [event["sequenceNumber"] for event in events] == list(range(len(events)))
+    assert {event["sessionId"] for event in events} == {"session-1"}
+
+
+# -- the reference pages match the code --------------------------------------------------------------
+
+
+def test_protocol_reference_documents_every_method() -> None:
+    text = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    rows = {match.group(1) for match in re.finditer(r"^\| `([a-zA-Z.]+)` \|", text, re.MULTILINE)}
+    assert set(OPERATIONS) | set(CALLBACKS) <= rows
+
+
+def test_protocol_reference_documents_the_error_codes_and_capabilities() -> None:
+    text = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    for code in (
+        SESSION_STATE_ERROR,
+        INVALID_INPUT,
+        UNSUPPORTED_OPERATION,
+        -32700,
+        -32600,
+        -32601,
+        -32602,
+        -32603,
+    ):
+        assert f"| `{code}` |" in text, code
+    for capability in KNOWN_CAPABILITIES:
+        assert f"`{capability}`" in text, capability
+
+
+def _run_options() -> set[str]:
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            run = action.choices["run"]
+            return {option for item in run._actions for option in item.option_strings}
+    raise AssertionError("the command line has no sub-commands")
+
+
+@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md"])
+def test_run_options_in_the_docs_exist(page: str) -> None:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    # not options of `run`: the pytest plugin's option, and an option of an example adapter's own
+    used = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--relavium-adapter", "--verbose"}
+    assert used, page
+    assert used <= _run_options()
+
+
+@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md"])
+def test_relative_links_resolve(page: str) -> None:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(((?:\.\./|[\w-]+/)*[\w.-]+\.[a-z]+)(?:#[^)]*)?\)", text)
+    assert targets, page
+    missing = [target for target in targets if not (DOCS / target).exists()]
+    assert missing == []
+
+
+def test_kit_defined_ids_cited_in_the_docs_exist() -> None:
+    defined = set(
+        re.findall(r"^## (KD-[A-Z]+-\d+):", (DOCS / "kit-defined.md").read_text(encoding="utf-8"), re.M)
+    )
+    for page in ("adapters.md", "protocol.md", "index.md"):
+        cited = set(re.findall(r"\bKD-[A-Z]+-\d+\b", (DOCS / page).read_text(encoding="utf-8")))
+        assert cited - defined == set(), page
