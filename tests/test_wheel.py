@@ -27,7 +27,18 @@ pytestmark = pytest.mark.slow
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -63,10 +74,16 @@ def test_kit_runs_from_the_wheel_in_a_fresh_venv(wheel: Path, tmp_path: Path) ->
     )
     # Borrow third-party dependencies (pydantic, jsonschema, ruamel.yaml, ...) from this environment,
     # appended after the fresh site-packages so the wheel's own packages win.
-    (Path(purelib) / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    (Path(purelib) / "borrowed-deps.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     where = subprocess.run(
-        [str(fresh_python), "-c", "import relavium_conformance as k; print(k.__file__); print(k.fixtures_dir())"],
+        [
+            str(fresh_python),
+            "-c",
+            "import relavium_conformance as k; print(k.__file__); print(k.fixtures_dir())",
+        ],
         check=True,
         capture_output=True,
         text=True,
