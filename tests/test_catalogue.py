@@ -37,17 +37,7 @@ FICTIONAL_AREA = "TEST"
 #: Made-up ids other tests still use outside the reserved area, as (file, prefix, area-number; split so
 #: that this file does not cite them).  Each entry must still occur (a stale entry fails the test): once a
 #: file moves to ``AS-TEST-...`` or to real ids, drop its entries.
-_KNOWN_FICTIONAL_PARTS: frozenset[tuple[str, str, str]] = frozenset(
-    {
-        ("tests/test_reports.py", "AS", "TURN-001"),
-        ("tests/test_reports.py", "AS", "TURN-009"),
-        ("tests/test_reports.py", "AS", "HOST-001"),
-        ("tests/test_results.py", "AS", "TURN-001"),
-        ("tests/test_results.py", "AS", "TURN-002"),
-        ("tests/test_results.py", "AS", "HOST-001"),
-        ("tests/test_results.py", "AS", "GONE-001"),
-    }
-)
+_KNOWN_FICTIONAL_PARTS: frozenset[tuple[str, str, str]] = frozenset()
 KNOWN_FICTIONAL = frozenset((path, f"{prefix}-{rest}") for path, prefix, rest in _KNOWN_FICTIONAL_PARTS)
 
 

@@ -49,9 +49,9 @@ STARTED = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 CATALOGUE = [
     ClauseInfo("AS-LIFE-001", "testable"),
     ClauseInfo("AS-LIFE-002", "testable"),
-    ClauseInfo("AS-TURN-001", "kit-defined"),
-    ClauseInfo("AS-TURN-009", "testable"),
-    ClauseInfo("AS-HOST-001", "host-specific"),
+    ClauseInfo("AS-TEST-001", "kit-defined"),
+    ClauseInfo("AS-TEST-009", "testable"),
+    ClauseInfo("AS-TEST-101", "host-specific"),
 ]
 
 
@@ -95,10 +95,10 @@ def mixed_run() -> RunResult:
             ],
         ),
         case(
-            "turns/tool-loop", "errored", "AS-TURN-001", reason="process exited 1", stderr_tail="panic: x\n"
+            "turns/tool-loop", "errored", "AS-TEST-001", reason="process exited 1", stderr_tail="panic: x\n"
         ),
-        case("turns/compaction-ack", "unsupported", "AS-TURN-001", reason="needs capability compaction"),
-        case("turns/stream-order", "passed", "AS-LIFE-001", "AS-HOST-001"),
+        case("turns/compaction-ack", "unsupported", "AS-TEST-001", reason="needs capability compaction"),
+        case("turns/stream-order", "passed", "AS-LIFE-001", "AS-TEST-101"),
     )
 
 
@@ -326,7 +326,7 @@ def test_junit_lists_clause_ids_as_properties() -> None:
     root = junit_tree(mixed_run())
     testcase = next(tc for tc in root.iter("testcase") if tc.get("name") == "turns/stream-order")
     clauses = [p.get("value") for p in testcase.findall("properties/property") if p.get("name") == "clause"]
-    assert clauses == ["AS-LIFE-001", "AS-HOST-001"]
+    assert clauses == ["AS-LIFE-001", "AS-TEST-101"]
     suite_props = {p.get("name"): p.get("value") for p in root.findall("testsuite/properties/property")}
     assert suite_props["implementation"] == "acme"
     assert suite_props["adapter"] == "stdio"
@@ -362,7 +362,7 @@ def test_markdown_has_area_table_failures_and_untested_clauses(tmp_path: Path) -
     assert "panic: x" in failures
     assert "`lifecycle/start-emits-started`" not in failures
     untested = text.split("### Untested clauses", 1)[1]
-    assert "- AS-TURN-009" in untested
+    assert "- AS-TEST-009" in untested
     assert "AS-LIFE-001" not in untested
     assert "exit 1: FAILED" in text
 
@@ -484,7 +484,7 @@ def test_summary_has_area_table_first_difference_and_exit_line() -> None:
     )
     assert lines[failed_at + 1] == '    at events[0].type: expected null, got "session:aborted" (unexpected)'
     assert lines[failed_at + 2] == "    ... and 1 more difference(s)"
-    assert "ERRORED turns/tool-loop [AS-TURN-001]: process exited 1" in lines
+    assert "ERRORED turns/tool-loop [AS-TEST-001]: process exited 1" in lines
     assert "2 passed, 1 failed, 1 errored, 1 unsupported in 1.23s" in lines
     assert lines[-1] == "exit 1: FAILED (2 failed or errored cases)"
 

@@ -168,35 +168,35 @@ def test_testable_clause_status_follows_its_cases(statuses: tuple[str, ...], exp
 
 
 def test_kit_defined_clause_is_tested_like_a_testable_one() -> None:
-    clause = ClauseInfo("AS-TURN-002", "kit-defined")
+    clause = ClauseInfo("AS-TEST-002", "kit-defined")
     assert aggregate_clauses([], [clause])[0].status is ClauseStatus.UNTESTED
-    failing = [case("turns/x", "failed", "AS-TURN-002")]
+    failing = [case("turns/x", "failed", "AS-TEST-002")]
     assert aggregate_clauses(failing, [clause])[0].status is ClauseStatus.FAILED
 
 
 @pytest.mark.parametrize("kind", ["host-specific", "informative"])
 def test_unobservable_clause_is_not_applicable_even_when_cited(kind: str) -> None:
-    clause = ClauseInfo("AS-HOST-001", kind)
+    clause = ClauseInfo("AS-TEST-101", kind)
     assert aggregate_clauses([], [clause])[0].status is ClauseStatus.NOT_APPLICABLE
-    cited = [case("host/x", "failed", "AS-HOST-001")]
+    cited = [case("host/x", "failed", "AS-TEST-101")]
     [result] = aggregate_clauses(cited, [clause])
     assert result.status is ClauseStatus.NOT_APPLICABLE
     assert result.cases == ("host/x",)
 
 
 def test_aggregation_keeps_catalogue_order_and_only_citing_cases() -> None:
-    catalogue = [ClauseInfo("AS-TURN-001", "testable"), ClauseInfo("AS-LIFE-001", "testable")]
-    cases = [case("lifecycle/a", "passed", "AS-LIFE-001"), case("turns/b", "failed", "AS-TURN-001")]
+    catalogue = [ClauseInfo("AS-TEST-001", "testable"), ClauseInfo("AS-LIFE-001", "testable")]
+    cases = [case("lifecycle/a", "passed", "AS-LIFE-001"), case("turns/b", "failed", "AS-TEST-001")]
     results = aggregate_clauses(cases, catalogue)
     assert [(r.id, r.status, r.cases) for r in results] == [
-        ("AS-TURN-001", ClauseStatus.FAILED, ("turns/b",)),
+        ("AS-TEST-001", ClauseStatus.FAILED, ("turns/b",)),
         ("AS-LIFE-001", ClauseStatus.PASSED, ("lifecycle/a",)),
     ]
 
 
 def test_case_citing_a_clause_missing_from_the_catalogue_is_a_usage_error() -> None:
-    with pytest.raises(KitUsageError, match="AS-GONE-001"):
-        aggregate_clauses([case("a/b", "passed", "AS-GONE-001")], [TESTABLE])
+    with pytest.raises(KitUsageError, match="AS-TEST-901"):
+        aggregate_clauses([case("a/b", "passed", "AS-TEST-901")], [TESTABLE])
 
 
 def test_catalogue_entry_with_unknown_status_is_a_usage_error() -> None:
@@ -240,12 +240,12 @@ def test_build_counts_cases_and_aggregates_clauses() -> None:
         case("turns/c", "errored"),
         case("turns/d", "unsupported"),
         case("turns/e", "passed"),
-        catalogue=[TESTABLE, ClauseInfo("AS-TURN-001", "testable")],
+        catalogue=[TESTABLE, ClauseInfo("AS-TEST-001", "testable")],
     )
     assert run.summary == Summary(passed=2, failed=1, errored=1, unsupported=1, total=5)
     assert [(c.id, c.status) for c in run.clauses] == [
         ("AS-LIFE-001", ClauseStatus.FAILED),
-        ("AS-TURN-001", ClauseStatus.UNTESTED),
+        ("AS-TEST-001", ClauseStatus.UNTESTED),
     ]
     assert run.areas() == ["lifecycle", "turns"]
     assert [c.id for c in run.failures()] == ["lifecycle/b", "turns/c"]
@@ -278,7 +278,7 @@ def test_run_round_trips_through_json() -> None:
 
 
 def test_with_proofs_fills_proven_by_per_clause() -> None:
-    catalogue = [TESTABLE, ClauseInfo("AS-TURN-001", "testable")]
+    catalogue = [TESTABLE, ClauseInfo("AS-TEST-001", "testable")]
     run = run_of(case("a/b", "passed", "AS-LIFE-001"), catalogue=catalogue)
     proven = run.with_proofs({"AS-LIFE-001": ["skips-abort", "double-terminal"]})
     assert [c.proven_by for c in proven.clauses] == [("double-terminal", "skips-abort"), ()]
