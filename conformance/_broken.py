@@ -4,13 +4,18 @@ They prove that the kit's cases bite.  Each is the reference engine with one beh
 through the same message set; :mod:`relavium_conformance._selftest` runs every case citing the broken
 rule's clauses against it and reports whether at least one of them failed.  A broken implementation no
 case catches is a hole in the corpus.
+
+Most change the session (a subclass of ``AgentSession``); the ones the vector suites must catch change
+one pure function instead: the engine's own, wrapped, with its input or its output damaged in one place.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relavium_reference import (
@@ -23,11 +28,16 @@ from relavium_reference import (
 )
 from relavium_reference._commands import CommandAllowlist
 from relavium_reference._events import SessionStarted, SessionTurnCompleted, TokensUsed
+from relavium_reference._export_mapping import completed_export_turns, neutralise_interpolation
+from relavium_reference._messages import UNKNOWN_TOOL, AgentSessionRecord, SessionMessage
 from relavium_reference._projection import Exchange, HistoryMessage
+from relavium_reference._records import is_terminal_row
+from relavium_reference._resume import ResumeMessage, SessionResumeState, reconstruct_session_state
 from relavium_reference._turn import TurnEnd, TurnProgress, TurnSetup
+from relavium_reference._workflow_yaml import _yaml, dump_yaml
 
 from ._protocol import Callback
-from ._reference_impl import ReferenceImplementation
+from ._reference_impl import REFERENCE_PURE, PureFunctions, ReferenceImplementation, export_workflow
 
 __all__ = ["BROKEN_IMPLEMENTATIONS", "BrokenImplementation", "broken_by_name"]
 
@@ -37,11 +47,14 @@ class BrokenImplementation:
     name: str
     rule: str  # the rule it breaks, in one line
     clauses: tuple[str, ...]  # the clauses whose cases must catch it
-    session: type[AgentSession]
+    session: type[AgentSession] = AgentSession
+    pure: PureFunctions = REFERENCE_PURE
 
     def factory(self) -> Callable[[Callback], ReferenceImplementation]:
         def make(callback: Callback) -> ReferenceImplementation:
-            return ReferenceImplementation(callback, session_factory=self.session, name=f"broken:{self.name}")
+            return ReferenceImplementation(
+                callback, session_factory=self.session, name=f"broken:{self.name}", pure=self.pure
+            )
 
         return make
 
@@ -181,6 +194,138 @@ class _CommandThroughShell(AgentSession):
             self._allowlist = kept
 
 
+# --- broken pure functions -----------------------------------------------------------------------------
+
+Document = dict[str, Any]
+
+
+def _by_sequence(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
+    return sorted(messages, key=lambda message: message.sequence_number)
+
+
+def _reversed_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _reversed_keys(value[key]) for key in sorted(value, reverse=True)}
+    if isinstance(value, list):
+        return [_reversed_keys(item) for item in value]
+    return value
+
+
+def _export_unsorted_keys(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[Document, str]:
+    document, _text = export_workflow(record, messages)
+    stream = io.StringIO()
+    _yaml().dump(_reversed_keys(document), stream)  # the engine's writer keeps the order it is given
+    return document, stream.getvalue()
+
+
+def _interrupted_users(messages: Sequence[SessionMessage]) -> list[SessionMessage]:
+    """The user rows of exchanges that have tool structure but never reached a terminal row."""
+    found: list[SessionMessage] = []
+    open_user: SessionMessage | None = None
+    structured = False
+    for row in _by_sequence([m for m in messages if m.role != "system"]):
+        if row.role == "user":
+            if open_user is not None and structured:
+                found.append(open_user)
+            open_user, structured = row, False
+        elif is_terminal_row(row.role, row.content):
+            open_user, structured = None, False
+        elif open_user is not None:
+            structured = True
+    if open_user is not None and structured:
+        found.append(open_user)
+    return found
+
+
+def _export_interrupted_as_node(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[Document, str]:
+    document, _text = export_workflow(record, messages)
+    workflow = document["workflow"]
+    nodes = workflow["nodes"]
+    extra = [
+        {
+            "type": "agent",
+            "agent_ref": record.agent_slug,
+            "prompt_template": neutralise_interpolation(row.text),
+        }
+        for row in _interrupted_users(messages)
+    ]
+    agents = [{**node, "id": f"turn-{index}"} for index, node in enumerate([*nodes[1:-1], *extra], 1)]
+    chain = [nodes[0], *agents, nodes[-1]]
+    workflow["nodes"] = chain
+    workflow["edges"] = [{"from": a["id"], "to": b["id"]} for a, b in itertools.pairwise(chain)]
+    return document, dump_yaml(document)
+
+
+def _export_grants_unknown_tool(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[Document, str]:
+    document, _text = export_workflow(record, messages)
+    ordered = _by_sequence(messages)
+    agents = document["workflow"]["nodes"][1:-1]
+    for node, turn in zip(agents, completed_export_turns(ordered), strict=True):
+        inside = [m for m in ordered if turn.user_sequence < m.sequence_number < turn.terminal_sequence]
+        if any(call.name == UNKNOWN_TOOL for row in inside for call in row.tool_calls):
+            node["tools"] = [*node.get("tools", []), UNKNOWN_TOOL]
+    return document, dump_yaml(document)
+
+
+def _export_drops_empty_finals(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[Document, str]:
+    kept = [m for m in messages if not (is_terminal_row(m.role, m.content) and not m.text)]
+    return export_workflow(record, kept)
+
+
+def _export_leaks_tool_arguments(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[Document, str]:
+    document, _text = export_workflow(record, messages)
+    for message in document["workflow"]["metadata"]["relaviumExport"]["messages"]:
+        for part in message["content"]:
+            if part.get("type") == "tool_call":
+                part["arguments"] = {"path": "notes/private.txt"}
+    return document, dump_yaml(document)
+
+
+def _reconstruct_counts_legacy_users(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> SessionResumeState:
+    state = reconstruct_session_state(record, messages)
+    legacy = len(state.turn_boundary_sequences) - len(state.completed_turn_spans)
+    return state.model_copy(update={"turn_count": state.turn_count + legacy})
+
+
+def _reconstruct_keeps_final_bare_user(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> SessionResumeState:
+    state = reconstruct_session_state(record, messages)
+    rows = _by_sequence([m for m in messages if m.role != "system"])
+    if not rows or rows[-1].role != "user":
+        return state
+    last = rows[-1]
+    return state.model_copy(
+        update={
+            "messages": (*state.messages, ResumeMessage(role="user", text=last.text)),
+            "message_sequences": (*state.message_sequences, last.sequence_number),
+            "turn_boundary_sequences": (*state.turn_boundary_sequences, last.sequence_number),
+        }
+    )
+
+
+def _reconstruct_ignores_markers(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> SessionResumeState:
+    return reconstruct_session_state(record, [m.model_copy(update={"compaction": None}) for m in messages])
+
+
+def _pure(**functions: Any) -> PureFunctions:
+    return replace(REFERENCE_PURE, **functions)
+
+
 BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "no-hard-cap", "a send past the hard cap still runs", ("AS-CAP-004", "AS-CAP-005"), _NoHardCap
@@ -259,6 +404,54 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         "a user command line is run through a shell",
         ("AS-LIFE-027", "AS-LIFE-028"),
         _CommandThroughShell,
+    ),
+    BrokenImplementation(
+        "export-yaml-keys-unsorted",
+        "the exported YAML writes mapping keys in reverse order instead of sorted",
+        ("AS-EXP-046",),
+        pure=_pure(export_workflow=_export_unsorted_keys),
+    ),
+    BrokenImplementation(
+        "export-interrupted-turn-is-a-node",
+        "an exchange interrupted after its tool rows becomes an agent node",
+        ("AS-EXP-024",),
+        pure=_pure(export_workflow=_export_interrupted_as_node),
+    ),
+    BrokenImplementation(
+        "export-grants-unknown-tool",
+        "a turn that called the unknown_tool marker is granted unknown_tool",
+        ("AS-EXP-028",),
+        pure=_pure(export_workflow=_export_grants_unknown_tool),
+    ),
+    BrokenImplementation(
+        "export-drops-empty-final-turn",
+        "a turn whose terminal text is empty is not exported as a node",
+        ("AS-EXP-003",),
+        pure=_pure(export_workflow=_export_drops_empty_finals),
+    ),
+    BrokenImplementation(
+        "export-leaks-tool-arguments",
+        "tool-call parts in the export metadata carry the call's arguments",
+        ("AS-EXP-006", "AS-EXP-048"),
+        pure=_pure(export_workflow=_export_leaks_tool_arguments),
+    ),
+    BrokenImplementation(
+        "reconstruct-counts-legacy-bare-user",
+        "a legacy bare user row counts as a turn towards the reconstructed turn counter",
+        ("AS-LEG-006",),
+        pure=_pure(reconstruct_session_state=_reconstruct_counts_legacy_users),
+    ),
+    BrokenImplementation(
+        "reconstruct-keeps-final-bare-user",
+        "a final user row with no terminal stays in the resumed messages instead of rolling back",
+        ("AS-LEG-007",),
+        pure=_pure(reconstruct_session_state=_reconstruct_keeps_final_bare_user),
+    ),
+    BrokenImplementation(
+        "reconstruct-ignores-boundary-markers",
+        "droppedThroughSequence markers are ignored: no boundary, no preamble",
+        ("AS-MSG-027",),
+        pure=_pure(reconstruct_session_state=_reconstruct_ignores_markers),
     ),
 )
 

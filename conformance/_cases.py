@@ -18,6 +18,9 @@ A case is one scenario (see ``docs/transcripts.md``)::
     expect: {session_events: [...], events: {...}, provider_requests: [...], ...}
 
 The schema is ``schemas/transcript.schema.json`` (generated from these models, with a drift test).
+
+:func:`load_cases` returns the transcripts and the vector cases together (``vectors/<suite>/<file>``,
+see ``_vectors.py``): a run, a selection and a listing see both kinds, sorted by id.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from relavium_reference._shapes import StrictModel, parse_strict
 
 from ._data import fixtures_dir
 from ._errors import KitUsageError
+from ._vectors import VectorCase, load_vector_cases
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "AnyCase",
     "ApprovalStep",
     "Case",
     "CaseExpect",
@@ -47,10 +52,12 @@ __all__ = [
     "OpStep",
     "ProviderStep",
     "ToolAnswer",
+    "VectorCase",
     "as_op",
     "as_ops",
     "load_case",
     "load_cases",
+    "load_transcripts",
     "snapshot_path",
     "transcripts_dir",
 ]
@@ -228,8 +235,7 @@ def load_case(path: Path) -> Case:
     return case
 
 
-@functools.cache
-def load_cases() -> tuple[Case, ...]:
+def load_transcripts() -> tuple[Case, ...]:
     """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
     root = transcripts_dir()
     paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
@@ -244,17 +250,30 @@ def load_cases() -> tuple[Case, ...]:
     return tuple(sorted(cases, key=lambda c: c.id))
 
 
-def select_cases(cases: tuple[Case, ...], patterns: list[str]) -> tuple[Case, ...]:
+AnyCase = Case | VectorCase
+"""A conformance case: a golden transcript, or a vector file of a pure function."""
+
+
+@functools.cache
+def load_cases() -> tuple[AnyCase, ...]:
+    """Every golden transcript and every vector case, sorted by id. Finding none of either is an error."""
+    return tuple(sorted((*load_transcripts(), *load_vector_cases()), key=lambda c: c.id))
+
+
+def select_cases(cases: tuple[AnyCase, ...], patterns: list[str]) -> tuple[AnyCase, ...]:
     """Keep cases whose id, area or a cited clause (or clause area, e.g. ``AS-CAP``) matches a pattern.
 
-    Patterns are exact ids/areas/clause ids or shell-style globs (``lifecycle/*``, ``AS-LIFE-0*``).
+    Patterns are exact ids/areas/clause ids or shell-style globs (``lifecycle/*``, ``AS-LIFE-0*``); a
+    vector case also answers to its suite (``vectors/export``).
     """
     if not patterns:
         return cases
     import fnmatch
 
-    def matches(case: Case, pattern: str) -> bool:
+    def matches(case: AnyCase, pattern: str) -> bool:
         keys = [case.id, case.area, *case.clauses, *{re.sub(r"-\d{3}$", "", c) for c in case.clauses}]
+        if isinstance(case, VectorCase):
+            keys.append(f"{case.area}/{case.suite}")
         return any(fnmatch.fnmatchcase(key, pattern) for key in keys)
 
     return tuple(c for c in cases if any(matches(c, p) for p in patterns))

@@ -1,7 +1,9 @@
 """The kit's message set: one set of methods and shapes, carried in-process or as JSON-RPC over stdio.
 
 Kit -> implementation (operations): ``hello``, ``session.create``, ``session.start``, ``session.send``,
-``session.abort``, ``session.cancel``, ``session.setTurnPolicy``, ``session.runUserCommand``, ``bye``.
+``session.abort``, ``session.cancel``, ``session.setTurnPolicy``, ``session.runUserCommand``, ``bye``,
+and the pure functions the vector suites check (``pure.reconstructSessionState``, ``pure.workflowId``,
+``pure.exportWorkflow``: no session, no callback, an answer computed from the params alone).
 Implementation -> kit (the world the session lives in): ``provider.open``, ``provider.next``,
 ``tool.call``, ``host.confirm``, ``host.emit``, ``host.sleep``.
 
@@ -21,6 +23,8 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from relavium_reference._commands import UserCommandOutcome
 from relavium_reference._llm import LlmRequest, StreamChunk
+from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._resume import SessionResumeState
 from relavium_reference._schemas import SCHEMA_DIALECT
 from relavium_reference._session import TurnResult
 from relavium_reference._shapes import AgentSnapshot, SessionContext, WireModel
@@ -32,13 +36,18 @@ __all__ = [
     "INVALID_INPUT",
     "OPERATIONS",
     "PROTOCOL_VERSION",
+    "PURE_METHODS",
     "SESSION_STATE_ERROR",
     "UNSUPPORTED_OPERATION",
     "Callback",
+    "ExportWorkflowResult",
     "HelloResult",
     "Implementation",
     "MethodShape",
     "OperationError",
+    "PureSessionParams",
+    "WorkflowIdParams",
+    "WorkflowIdResult",
     "error_from_rpc",
     "protocol_schemas",
 ]
@@ -196,6 +205,29 @@ class HostSleepParams(_Msg):
     seconds: Annotated[float, Field(ge=0)]
 
 
+class PureSessionParams(_Msg):
+    """A persisted session as the pure functions read it: its record and its durable rows (any order)."""
+
+    record: AgentSessionRecord
+    messages: tuple[SessionMessage, ...]
+
+
+class WorkflowIdParams(_Msg):
+    title: str | None = None
+    session_id: str
+
+
+class WorkflowIdResult(_Msg):
+    workflow_id: str
+
+
+class ExportWorkflowResult(_Msg):
+    """The exported workflow: ``document`` as JSON data and ``yaml``, its exact serialised text."""
+
+    document: dict[str, Any]
+    yaml: str
+
+
 class MethodShape(BaseModel):
     params: Any
     result: Any
@@ -211,6 +243,9 @@ OPERATIONS: dict[str, MethodShape] = {
     "session.cancel": MethodShape(params=HandleParams, result=Empty),
     "session.setTurnPolicy": MethodShape(params=SetTurnPolicyParams, result=Empty),
     "session.runUserCommand": MethodShape(params=RunUserCommandParams, result=UserCommandOutcome),
+    "pure.reconstructSessionState": MethodShape(params=PureSessionParams, result=SessionResumeState),
+    "pure.workflowId": MethodShape(params=WorkflowIdParams, result=WorkflowIdResult),
+    "pure.exportWorkflow": MethodShape(params=PureSessionParams, result=ExportWorkflowResult),
     "bye": MethodShape(params=Empty, result=None, notification=True),
 }
 
@@ -222,6 +257,10 @@ CALLBACKS: dict[str, MethodShape] = {
     "host.emit": MethodShape(params=HostEmitParams, result=Empty),
     "host.sleep": MethodShape(params=HostSleepParams, result=Empty),
 }
+
+
+PURE_METHODS: frozenset[str] = frozenset(name for name in OPERATIONS if name.startswith("pure."))
+"""The operations that need no session: the vector suites call them directly."""
 
 
 class OperationError(Exception):

@@ -3,12 +3,16 @@
 :class:`ReferenceImplementation` answers the kit's operations with ``relavium_reference`` sessions and
 reaches the kit's world (provider, tools, host) only through the ``callback`` it is given.  The same
 object serves the in-process adapter and the stdio server, so both transports run the same code.
+
+The ``pure.*`` operations are answered by a table of :class:`PureFunctions` (the engine's own by
+default); a deliberately broken implementation swaps one entry (see ``_broken.py``).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -29,7 +33,11 @@ from relavium_reference import (
     TurnPolicy,
 )
 from relavium_reference._commands import DEFAULT_OUTPUT_LIMIT
+from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._resume import SessionResumeState, reconstruct_session_state
 from relavium_reference._shapes import parse_strict
+from relavium_reference._workflow import document_to_data
+from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
 
 from ._jsonrpc import PROTOCOL_VERSION, RpcError
 from ._protocol import (
@@ -41,20 +49,57 @@ from ._protocol import (
     HelloResult,
     ImplementationInfo,
     PolicySpec,
+    PureSessionParams,
     RunUserCommandParams,
     SendParams,
     SetTurnPolicyParams,
     ToolSpec,
+    WorkflowIdParams,
 )
 
-__all__ = ["REFERENCE_CAPABILITIES", "REFERENCE_NAME", "ReferenceImplementation", "SessionFactory"]
+__all__ = [
+    "REFERENCE_CAPABILITIES",
+    "REFERENCE_NAME",
+    "REFERENCE_PURE",
+    "PureFunctions",
+    "ReferenceImplementation",
+    "SessionFactory",
+    "export_workflow",
+]
 
 REFERENCE_NAME = "relavium-reference"
-REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands")
+REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "export")
 
 _CHUNK = TypeAdapter(StreamChunk)
 
 SessionFactory = type[AgentSession]
+
+
+def export_workflow(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[dict[str, Any], str]:
+    """The engine's export: the workflow document as JSON data, and its exact YAML text."""
+    document = session_to_workflow(record, messages)
+    return document_to_data(document), serialize_workflow(document)
+
+
+@dataclass(frozen=True)
+class PureFunctions:
+    """What answers each ``pure.*`` operation (parsed params in, the answer before its wire form out).
+
+    Each may raise :class:`InvalidInputError` to refuse its input (``invalid_input`` on the wire).
+    """
+
+    reconstruct_session_state: Callable[[AgentSessionRecord, Sequence[SessionMessage]], SessionResumeState]
+    workflow_id: Callable[[str | None, str], str]
+    export_workflow: Callable[[AgentSessionRecord, Sequence[SessionMessage]], tuple[dict[str, Any], str]]
+
+
+REFERENCE_PURE = PureFunctions(
+    reconstruct_session_state=reconstruct_session_state,
+    workflow_id=workflow_id,
+    export_workflow=export_workflow,
+)
 
 
 class _KitProvider:
@@ -93,8 +138,10 @@ class ReferenceImplementation:
         session_factory: SessionFactory = AgentSession,
         name: str = REFERENCE_NAME,
         capabilities: tuple[str, ...] = REFERENCE_CAPABILITIES,
+        pure: PureFunctions = REFERENCE_PURE,
     ) -> None:
         self._callback = callback
+        self._pure = pure
         self._factory = session_factory
         self._name = name
         self._capabilities = capabilities
@@ -151,6 +198,21 @@ class ReferenceImplementation:
             command = parse_strict(RunUserCommandParams, params)
             outcome = await self._session(params).run_user_command(command.command, list(command.args))
             return outcome.to_wire()
+        if method.startswith("pure."):
+            return self._pure_call(method, params)
+        raise RpcError(-32601, f"method not found: {method}")
+
+    def _pure_call(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "pure.workflowId":
+            ask = parse_strict(WorkflowIdParams, params)
+            return {"workflowId": self._pure.workflow_id(ask.title, ask.session_id)}
+        if method == "pure.reconstructSessionState":
+            session = parse_strict(PureSessionParams, params)
+            return self._pure.reconstruct_session_state(session.record, session.messages).to_wire()
+        if method == "pure.exportWorkflow":
+            session = parse_strict(PureSessionParams, params)
+            document, text = self._pure.export_workflow(session.record, session.messages)
+            return {"document": document, "yaml": text}
         raise RpcError(-32601, f"method not found: {method}")
 
     def _session(self, params: dict[str, Any]) -> AgentSession:

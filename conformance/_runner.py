@@ -3,6 +3,7 @@
 It opens the adapter (the ``hello`` handshake), runs each case in turn with its own session handle,
 routes the implementation's callbacks to that case's world, and never lets one case's failure stop
 the run: a crash, hang or malformed message makes that case ``errored`` and the adapter is restarted.
+A vector case (``_vectors.py``) calls the pure functions directly: no session, no callback, no snapshot.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ._adapters import Adapter
-from ._cases import Case
+from ._cases import AnyCase, VectorCase
 from ._catalogue import load_catalogue
 from ._errors import AdapterError
 from ._execute import CaseWorld, Observation, execute_case
@@ -23,6 +24,7 @@ from ._jsonrpc import RpcError
 from ._protocol import HelloResult
 from ._reference_impl import REFERENCE_NAME
 from ._results import CaseResult, CaseStatus, ImplementationInfo, RunResult, one_line
+from ._vectors import execute_vector_case
 
 __all__ = ["RunOutcome", "run_cases", "run_cases_sync"]
 
@@ -56,7 +58,7 @@ class _Router:
 
 async def run_cases(
     adapter: Adapter,
-    cases: Sequence[Case],
+    cases: Sequence[AnyCase],
     *,
     timeout: float = 15.0,
     on_case_start: Callable[[str], None] | None = None,
@@ -89,6 +91,8 @@ async def run_cases(
                     reason=f"the implementation could not be started: {handshake_error}",
                     handshake_failed=True,
                 )
+            elif isinstance(case, VectorCase):
+                result = await execute_vector_case(case, adapter, hello, timeout=timeout)
             else:
                 compare = snapshots if snapshots is not None else hello.implementation.name == REFERENCE_NAME
                 result, observed, snapshot = await execute_case(
@@ -124,5 +128,5 @@ async def run_cases(
     return outcome
 
 
-def run_cases_sync(adapter: Adapter, cases: Sequence[Case], **options: Any) -> RunOutcome:
+def run_cases_sync(adapter: Adapter, cases: Sequence[AnyCase], **options: Any) -> RunOutcome:
     return asyncio.run(run_cases(adapter, cases, **options))

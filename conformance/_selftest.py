@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ._adapters import InProcessAdapter, StdioAdapter
 from ._broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
-from ._cases import Case, load_cases
+from ._cases import AnyCase, Case, load_cases
 from ._reference_impl import ReferenceImplementation
 from ._results import CaseStatus, RunResult
 from ._runner import run_cases
@@ -76,20 +76,20 @@ class SelftestReport:
         return out
 
 
-def _citing(cases: Sequence[Case], clauses: Sequence[str]) -> tuple[Case, ...]:
+def _citing(cases: Sequence[AnyCase], clauses: Sequence[str]) -> tuple[AnyCase, ...]:
     wanted = set(clauses)
     return tuple(c for c in cases if wanted & set(c.clauses))
 
 
 async def _statuses(
-    adapter: InProcessAdapter | StdioAdapter, cases: Sequence[Case], timeout: float
+    adapter: InProcessAdapter | StdioAdapter, cases: Sequence[AnyCase], timeout: float
 ) -> RunResult:
     outcome = await run_cases(adapter, cases, timeout=timeout, snapshots=False)
     return outcome.run
 
 
 async def check_broken(
-    broken: BrokenImplementation, cases: Sequence[Case], reference: RunResult, timeout: float
+    broken: BrokenImplementation, cases: Sequence[AnyCase], reference: RunResult, timeout: float
 ) -> BrokenVerdict:
     citing = _citing(cases, broken.clauses)
     failed: tuple[str, ...] = ()
@@ -117,7 +117,7 @@ def _server(mode: str, marker: Path | None) -> list[str]:
     return command
 
 
-async def check_misbehaviour(mode: str, cases: Sequence[Case], timeout: float) -> MisbehaviourVerdict:
+async def check_misbehaviour(mode: str, cases: Sequence[AnyCase], timeout: float) -> MisbehaviourVerdict:
     """Run two sending cases against a server misbehaving in ``mode``; judge the runner's survival."""
     with tempfile.TemporaryDirectory(prefix="relavium-selftest-") as folder:
         marker = Path(folder) / "misbehaved" if mode in ("crash", "hang", "garbage") else None
@@ -166,9 +166,11 @@ async def run_selftest(
         if on_progress:
             on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
     if include_misbehaviours:
-        sending = [c for c in cases if c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)][
-            :2
-        ]
+        sending = [
+            c
+            for c in cases
+            if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
+        ][:2]
         from ._stdio_server import MISBEHAVIOURS
 
         for mode in MISBEHAVIOURS:

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from ._adapters import resolve_adapter
-from ._cases import load_cases, select_cases, snapshot_path
+from ._cases import Case, load_cases, select_cases, snapshot_path
 from ._results import CaseStatus
 from ._runner import run_cases
 
@@ -23,7 +23,7 @@ __all__ = ["regenerate", "register"]
 
 def regenerate(patterns: list[str]) -> tuple[list[str], list[str], list[str]]:
     """Write snapshots for the selected cases; return (written, unchanged, refused) case ids."""
-    cases = select_cases(load_cases(), patterns)
+    cases = [c for c in select_cases(load_cases(), patterns) if isinstance(c, Case)]  # vectors: no snapshot
     outcome = asyncio.run(run_cases(resolve_adapter("reference"), cases, snapshots=False))
     written: list[str] = []
     unchanged: list[str] = []

@@ -1,0 +1,547 @@
+"""Vector suites: the pure functions' language-neutral vectors, run as conformance cases.
+
+Every file under ``fixtures/vectors/<suite>/`` is one case, id ``vectors/<suite>/<file stem>``, run
+beside the golden transcripts through the same adapter.  A suite names the operation it calls and the
+capability it needs (a case whose capability is not declared is ``unsupported``):
+
+=============  ================================  ==========  ==========================================
+suite          operation                         capability  file
+=============  ================================  ==========  ==========================================
+reconstruct    ``pure.reconstructSessionState``  resume      one vector, with its own title and clauses
+workflow-id    ``pure.workflowId``               export      a list of vectors
+export         ``pure.exportWorkflow``           export      a list of vectors
+=============  ================================  ==========  ==========================================
+
+The list files stay plain lists (their engine tests read them so); their titles and clauses come from
+``fixtures/vectors/suites.yaml``, one entry per file.  Loading is strict: an unknown key, a vector whose
+input the engine's own models refuse, a list file with no entry (or an entry with no file) and a suite
+with no vector are all usage errors.
+
+A vector case passes when every vector in it matches; each difference's path starts with the vector's
+name.  What is checked beyond the expected value:
+
+* reconstruct: the answer is a sound ``SessionResumeState`` (``resume_state_problem``), and the rows in
+  reverse order give the same state (the rows may come in any order);
+* export: the same input gives the same answer twice (determinism); the YAML text is read back by the
+  kit's strict workflow reader into the expected document, and writing that document again gives the
+  very same text (sorted keys, the kit's serialisation); a vector with ``expected_parse_error`` checks
+  instead that the reader refuses the text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+from ruamel.yaml import YAML
+
+from relavium_reference import InvalidInputError
+from relavium_reference._messages import parse_agent_session_record, parse_session_message
+from relavium_reference._resume import SessionResumeState, resume_state_problem
+from relavium_reference._shapes import StrictModel, parse_strict
+from relavium_reference._workflow import document_to_data
+from relavium_reference._workflow_yaml import load_yaml
+from relavium_reference.export import parse_workflow, serialize_workflow
+
+from ._catalogue import CLAUSE_ID_PATTERN
+from ._data import fixtures_dir
+from ._errors import AdapterError, KitUsageError
+from ._protocol import ExportWorkflowResult, HelloResult, OperationError
+from ._results import CaseResult, CaseStatus, Difference, one_line
+
+if TYPE_CHECKING:
+    from ._adapters import Adapter
+
+__all__ = [
+    "SUITES",
+    "ExportVector",
+    "ReconstructVector",
+    "VectorCase",
+    "VectorSuite",
+    "WorkflowIdVector",
+    "execute_vector_case",
+    "load_vector_cases",
+    "vectors_dir",
+]
+
+VECTOR_AREA = "vectors"
+_STEM = r"^[a-z0-9][a-z0-9-]*$"
+_ClauseIds = Annotated[tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...], Field(min_length=1)]
+_Error = Literal["invalid_input"]
+
+
+# --- the vector formats ------------------------------------------------------------------------------
+
+
+def _check_session_input(record: Mapping[str, Any], messages: Sequence[Any]) -> None:
+    """A vector's input must be what the engine's own models accept (refusals are for whole sets)."""
+    parse_agent_session_record(dict(record))
+    for message in messages:
+        parse_session_message(message)
+
+
+class ReconstructVector(StrictModel):
+    """One reconstructSessionState vector: ``expected`` is the SessionResumeState wire form."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    id: Annotated[str, Field(pattern=r"^reconstruct/[a-z0-9][a-z0-9-]*$")]
+    title: Annotated[str, Field(min_length=1)]
+    clauses: _ClauseIds
+    kit_defined: tuple[str, ...] = Field(default=(), alias="kitDefined")
+    notes: str | None = None
+    record: dict[str, Any]
+    messages: tuple[dict[str, Any], ...]
+    expected: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.id.split("/", 1)[1]
+
+    @model_validator(mode="after")
+    def _input_is_well_formed(self) -> ReconstructVector:
+        _check_session_input(self.record, self.messages)
+        SessionResumeState.model_validate(self.expected)
+        return self
+
+
+class WorkflowIdVector(StrictModel):
+    """One workflow-id vector: the id, or ``expected_error: invalid_input`` for a refused input."""
+
+    name: Annotated[str, Field(pattern=_STEM)]
+    title: str | None
+    session_id: str
+    expected: str | None = None
+    expected_error: _Error | None = None
+    why: str | None = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> WorkflowIdVector:
+        if (self.expected is None) == (self.expected_error is None):
+            raise ValueError("a vector has exactly one of expected and expected_error")
+        return self
+
+
+class ExportVector(StrictModel):
+    """One export vector: the document (and maybe its exact YAML), or a refused input."""
+
+    name: Annotated[str, Field(pattern=_STEM)]
+    why: str | None = None
+    record: dict[str, Any]
+    messages: tuple[dict[str, Any], ...]
+    expected_document: dict[str, Any] | None = None
+    expected_yaml: str | None = None
+    expected_error: _Error | None = None
+    expected_parse_error: _Error | None = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> ExportVector:
+        if (self.expected_document is None) == (self.expected_error is None):
+            raise ValueError("a vector has exactly one of expected_document and expected_error")
+        if self.expected_error is not None and (self.expected_yaml or self.expected_parse_error):
+            raise ValueError("a refused input has no YAML expectation")
+        _check_session_input(self.record, self.messages)
+        return self
+
+
+Vector = ReconstructVector | WorkflowIdVector | ExportVector
+
+
+class _FileEntry(StrictModel):
+    title: Annotated[str, Field(min_length=1)]
+    clauses: _ClauseIds
+
+
+@dataclass(frozen=True)
+class VectorSuite:
+    name: str
+    operation: str
+    capability: str
+    one_per_file: bool  # True: a file is one vector with its own title and clauses
+
+
+SUITES: dict[str, VectorSuite] = {
+    suite.name: suite
+    for suite in (
+        VectorSuite("reconstruct", "pure.reconstructSessionState", "resume", True),
+        VectorSuite("workflow-id", "pure.workflowId", "export", False),
+        VectorSuite("export", "pure.exportWorkflow", "export", False),
+    )
+}
+
+
+@dataclass(frozen=True)
+class VectorCase:
+    """A vector file run as one conformance case (no steps, no snapshot)."""
+
+    id: str
+    title: str
+    clauses: tuple[str, ...]
+    suite: str
+    source: str
+    vectors: tuple[Vector, ...]
+
+    @property
+    def area(self) -> str:
+        return VECTOR_AREA
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return (SUITES[self.suite].capability,)
+
+
+# --- loading -----------------------------------------------------------------------------------------
+
+
+def vectors_dir() -> Path:
+    return fixtures_dir() / "vectors"
+
+
+def _read(path: Path) -> Any:
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # ruamel raises many unrelated types for bad input
+        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
+    # Anchors share objects between vectors; a JSON round trip makes each vector independent data.
+    return json.loads(json.dumps(data))
+
+
+def _parse(model: type[Any], data: Any, where: str) -> Any:
+    try:
+        return parse_strict(model, data)
+    except InvalidInputError as exc:
+        raise KitUsageError(f"{where}: {exc}") from None
+
+
+def _manifest(root: Path) -> dict[str, dict[str, _FileEntry]]:
+    path = root / "suites.yaml"
+    if not path.is_file():
+        raise KitUsageError(f"{path}: the vector suite manifest is missing")
+    data = _read(path)
+    listed = {name for name, suite in SUITES.items() if not suite.one_per_file}
+    if not isinstance(data, dict) or set(data) != listed:
+        raise KitUsageError(f"{path}: must map exactly the suites {sorted(listed)} to their files")
+    out: dict[str, dict[str, _FileEntry]] = {}
+    for suite, files in data.items():
+        if not isinstance(files, dict):
+            raise KitUsageError(f"{path}: {suite} must map file stems to a title and clauses")
+        out[suite] = {
+            stem: _parse(_FileEntry, entry, f"{path}: {suite}.{stem}") for stem, entry in files.items()
+        }
+    return out
+
+
+def _load_file(path: Path, suite: VectorSuite, entry: _FileEntry | None) -> VectorCase:
+    case_id = f"{VECTOR_AREA}/{suite.name}/{path.stem}"
+    data = _read(path)
+    if suite.one_per_file:
+        vector: ReconstructVector = _parse(ReconstructVector, data, str(path))
+        if vector.name != path.stem:
+            raise KitUsageError(f"{path}: id {vector.id!r} must match the file name")
+        return VectorCase(case_id, vector.title, vector.clauses, suite.name, str(path), (vector,))
+    if entry is None:
+        raise KitUsageError(f"{path}: no entry in suites.yaml gives its title and clauses")
+    if not isinstance(data, list) or not data:
+        raise KitUsageError(f"{path}: a {suite.name} vector file is a non-empty list of vectors")
+    model = WorkflowIdVector if suite.name == "workflow-id" else ExportVector
+    vectors = tuple(_parse(model, item, f"{path}[{index}]") for index, item in enumerate(data))
+    names = [v.name for v in vectors]
+    if len(set(names)) != len(names):
+        raise KitUsageError(f"{path}: vector names repeat")
+    return VectorCase(case_id, entry.title, entry.clauses, suite.name, str(path), vectors)
+
+
+def load_vector_cases() -> tuple[VectorCase, ...]:
+    """One case per vector file of every suite, sorted by id.  A suite with no vector is an error."""
+    root = vectors_dir()
+    manifest = _manifest(root)
+    cases: list[VectorCase] = []
+    for suite in SUITES.values():
+        paths = sorted((root / suite.name).glob("*.yaml"))
+        if not paths:
+            raise KitUsageError(f"no {suite.name} vectors found under {root / suite.name}")
+        entries = manifest.get(suite.name, {})
+        unknown = sorted(set(entries) - {p.stem for p in paths})
+        if unknown:
+            raise KitUsageError(
+                f"suites.yaml names {suite.name} files that do not exist: {', '.join(unknown)}"
+            )
+        cases += [_load_file(path, suite, entries.get(path.stem)) for path in paths]
+    return tuple(sorted(cases, key=lambda c: c.id))
+
+
+# --- comparing ---------------------------------------------------------------------------------------
+
+
+def _short(value: Any) -> Any:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return value if len(text) <= 300 else text[:300] + "..."
+
+
+def exact_differences(expected: Any, actual: Any, path: str) -> list[Difference]:
+    """Every place ``actual`` is not exactly ``expected`` (JSON data: no extra key, no missing key)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out: list[Difference] = []
+        for key in expected:
+            if key not in actual:
+                out.append(
+                    Difference(path=f"{path}.{key}", message="missing", expected=_short(expected[key]))
+                )
+            else:
+                out += exact_differences(expected[key], actual[key], f"{path}.{key}")
+        out += [
+            Difference(path=f"{path}.{key}", message="not expected", actual=_short(actual[key]))
+            for key in actual
+            if key not in expected
+        ]
+        return out
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [
+                Difference(
+                    path=path,
+                    message=f"expected {len(expected)} items, got {len(actual)}",
+                    expected=_short(expected),
+                    actual=_short(actual),
+                )
+            ]
+        return [
+            d
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for d in exact_differences(e, a, f"{path}[{i}]")
+        ]
+    if type(expected) is type(actual) and expected == actual:
+        return []
+    return [Difference(path=path, message="differs", expected=_short(expected), actual=_short(actual))]
+
+
+def _text_difference(expected: str, actual: str, path: str, message: str) -> list[Difference]:
+    if expected == actual:
+        return []
+    want, got = expected.splitlines(keepends=True), actual.splitlines(keepends=True)
+    line = next(
+        (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got))
+    )
+    return [
+        Difference(
+            path=f"{path}:line {line + 1}",
+            message=message,
+            expected=want[line] if line < len(want) else "<end of text>",
+            actual=got[line] if line < len(got) else "<end of text>",
+        )
+    ]
+
+
+# --- executing ---------------------------------------------------------------------------------------
+
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+async def _answer(call: Call, method: str, params: dict[str, Any]) -> tuple[Any, OperationError | None]:
+    try:
+        return await call(method, params), None
+    except OperationError as error:
+        return None, error
+
+
+def _refusal_differences(error: OperationError | None, path: str) -> list[Difference]:
+    if error is None:
+        return [Difference(path=path, message="expected an invalid_input refusal", expected="invalid_input")]
+    if error.kind != "invalid_input":
+        return [
+            Difference(
+                path=path,
+                message=f"refused, but not as invalid_input: {error}",
+                expected="invalid_input",
+                actual=error.kind,
+            )
+        ]
+    return []
+
+
+def _unexpected_refusal(error: OperationError, path: str) -> list[Difference]:
+    return [
+        Difference(
+            path=path,
+            message=f"unexpected refusal: {error}",
+            expected="a result",
+            actual=error.to_observation(),
+        )
+    ]
+
+
+async def _check_reconstruct(call: Call, vector: ReconstructVector) -> list[Difference]:
+    path = vector.name
+    method = SUITES["reconstruct"].operation
+    answer, error = await _answer(call, method, {"record": vector.record, "messages": list(vector.messages)})
+    if error is not None:
+        return _unexpected_refusal(error, path)
+    try:
+        state = parse_strict(SessionResumeState, answer)
+    except InvalidInputError as exc:
+        return [Difference(path=path, message=f"not a SessionResumeState: {exc}", actual=_short(answer))]
+    out = exact_differences(vector.expected, state.to_wire(), path)
+    problem = resume_state_problem(state)
+    if problem is not None:
+        out.append(Difference(path=path, message=f"an unsound resume state: {problem}"))
+    again, error = await _answer(
+        call, method, {"record": vector.record, "messages": list(reversed(vector.messages))}
+    )
+    if error is not None:
+        out += _unexpected_refusal(error, f"{path}(rows reversed)")
+    elif again != answer:
+        out.append(
+            Difference(
+                path=f"{path}(rows reversed)",
+                message="the same rows in another order give another state",
+                expected=_short(answer),
+                actual=_short(again),
+            )
+        )
+    return out
+
+
+async def _check_workflow_id(call: Call, vector: WorkflowIdVector) -> list[Difference]:
+    answer, error = await _answer(
+        call, SUITES["workflow-id"].operation, {"title": vector.title, "sessionId": vector.session_id}
+    )
+    if vector.expected_error is not None:
+        return _refusal_differences(error, vector.name)
+    if error is not None:
+        return _unexpected_refusal(error, vector.name)
+    got = answer.get("workflowId") if isinstance(answer, dict) else answer
+    return exact_differences(vector.expected, got, f"{vector.name}.workflowId")
+
+
+def _yaml_differences(vector: ExportVector, text: str) -> list[Difference]:
+    """The YAML text is read back strictly into the expected document and is the kit's serialisation."""
+    path = f"{vector.name}.yaml"
+    out: list[Difference] = []
+    if vector.expected_yaml is not None:
+        out += _text_difference(vector.expected_yaml, text, path, "not the expected YAML text")
+    if vector.expected_parse_error is not None:
+        try:
+            parse_workflow(text)
+        except InvalidInputError:
+            pass
+        else:
+            out.append(
+                Difference(
+                    path=path,
+                    message="the strict workflow reader accepts this text",
+                    expected="invalid_input",
+                )
+            )
+        try:
+            out += exact_differences(vector.expected_document, load_yaml(text), f"{path}(read back)")
+        except InvalidInputError as exc:
+            out.append(Difference(path=path, message=f"the YAML text is not readable: {exc}"))
+        return out
+    try:
+        document = parse_workflow(text)
+    except InvalidInputError as exc:
+        return [*out, Difference(path=path, message=f"the strict workflow reader refuses the text: {exc}")]
+    out += exact_differences(vector.expected_document, document_to_data(document), f"{path}(read back)")
+    out += _text_difference(
+        serialize_workflow(document),
+        text,
+        path,
+        "writing the document again gives other text (sorted keys, KD-EXP-5)",
+    )
+    return out
+
+
+async def _check_export(call: Call, vector: ExportVector) -> list[Difference]:
+    params = {"record": vector.record, "messages": list(vector.messages)}
+    method = SUITES["export"].operation
+    answer, error = await _answer(call, method, params)
+    if vector.expected_error is not None:
+        return _refusal_differences(error, vector.name)
+    if error is not None:
+        return _unexpected_refusal(error, vector.name)
+    try:
+        result = parse_strict(ExportWorkflowResult, answer)
+    except InvalidInputError as exc:
+        return [
+            Difference(
+                path=vector.name,
+                message=f"not an export answer {{document, yaml}}: {exc}",
+                actual=_short(answer),
+            )
+        ]
+    out = exact_differences(vector.expected_document, result.document, f"{vector.name}.document")
+    out += _yaml_differences(vector, result.yaml)
+    again, error = await _answer(call, method, params)
+    if error is not None:
+        out += _unexpected_refusal(error, f"{vector.name}(second call)")
+    elif again != answer:
+        out.append(
+            Difference(path=f"{vector.name}(second call)", message="the same input gives another answer")
+        )
+    return out
+
+
+async def _check(call: Call, vector: Vector) -> list[Difference]:
+    if isinstance(vector, ReconstructVector):
+        return await _check_reconstruct(call, vector)
+    if isinstance(vector, WorkflowIdVector):
+        return await _check_workflow_id(call, vector)
+    return await _check_export(call, vector)
+
+
+def _result(case: VectorCase, status: CaseStatus, started: float, **fields: Any) -> CaseResult:
+    return CaseResult(
+        id=case.id,
+        title=case.title,
+        area=case.area,
+        clauses=case.clauses,
+        status=status,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        **fields,
+    )
+
+
+async def execute_vector_case(
+    case: VectorCase, adapter: Adapter, hello: HelloResult, *, timeout: float = 15.0
+) -> CaseResult:
+    """Run every vector of ``case`` through ``adapter``; the case passes when all of them match."""
+    started = time.perf_counter()
+    missing = sorted(set(case.capabilities) - set(hello.capabilities))
+    if missing:
+        reason = f"needs undeclared capability {', '.join(missing)}"
+        return _result(case, CaseStatus.UNSUPPORTED, started, reason=reason)
+
+    async def call(method: str, params: dict[str, Any]) -> Any:
+        return await adapter.call(method, params, timeout=timeout)
+
+    differences: list[Difference] = []
+    differing: list[str] = []
+    try:
+        for vector in case.vectors:
+            found = await _check(call, vector)
+            if found:
+                differing.append(vector.name)
+                differences += found
+    except AdapterError as exc:
+        tail = adapter.stderr_tail()
+        with contextlib.suppress(Exception):  # a restart that keeps failing shows in the next case
+            await adapter.recover()
+        stderr = "\n".join(tail[-20:]) if tail else None
+        return _result(case, CaseStatus.ERRORED, started, reason=one_line(exc.reason), stderr_tail=stderr)
+    if not differences:
+        return _result(case, CaseStatus.PASSED, started)
+    first = differences[0]
+    reason = f"{len(differing)} of {len(case.vectors)} vectors differ ({', '.join(differing)}); "
+    return _result(
+        case,
+        CaseStatus.FAILED,
+        started,
+        reason=one_line(reason + f"{first.path}: {first.message}"),
+        differences=tuple(differences),
+    )
