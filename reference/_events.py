@@ -30,9 +30,14 @@ __all__ = [
     "EventSink",
     "EventStamper",
     "SessionCancelled",
+    "SessionCompacted",
+    "SessionCompacting",
+    "SessionCompactionFailed",
+    "SessionCompactionRefused",
     "SessionEvent",
     "SessionExported",
     "SessionStarted",
+    "SessionTrimmed",
     "SessionTurnCompleted",
     "SessionTurnStarted",
     "SystemClock",
@@ -101,6 +106,54 @@ class SessionExported(_Envelope):
     workflow_path: NonEmpty
 
 
+CompactionReason = Literal["manual", "auto-threshold", "auto-overflow"]
+
+
+class SessionCompacting(_Envelope):
+    """Opens a compaction moment (no counts)."""
+
+    type: Literal["session:compacting"] = "session:compacting"
+    reason: CompactionReason
+
+
+class SessionCompacted(_Envelope):
+    """Closes a moment with success; ``keptTurnCount`` is required of current producers (KD-COMP-1)."""
+
+    type: Literal["session:compacted"] = "session:compacted"
+    reason: CompactionReason
+    summary: NonEmpty
+    kept_message_count: NonNegInt
+    tokens_before: NonNegInt
+    tokens_after: NonNegInt
+    tokens_used: TokensUsed
+    kept_turn_count: NonNegInt | None = None
+
+
+class SessionCompactionFailed(_Envelope):
+    """The failed-moment event (KD-COMP-1): closes an opened moment that did not succeed."""
+
+    type: Literal["session:compaction_failed"] = "session:compaction_failed"
+    reason: CompactionReason
+    outcome: Literal["failed", "budget_refused"]
+    message: str
+
+
+class SessionCompactionRefused(_Envelope):
+    """The standalone side notice of a first-pass budget refusal of after-turn work (KD-COMP-1)."""
+
+    type: Literal["session:compaction_refused"] = "session:compaction_refused"
+    reason: CompactionReason
+    message: str
+
+
+class SessionTrimmed(_Envelope):
+    type: Literal["session:trimmed"] = "session:trimmed"
+    reason: Literal["manual", "auto-fallback"]
+    kept_message_count: NonNegInt
+    dropped_message_count: NonNegInt
+    kept_turn_count: NonNegInt | None = None
+
+
 class AgentToken(_Envelope):
     type: Literal["agent:token"] = "agent:token"
     node_id: NonEmpty
@@ -166,6 +219,11 @@ SessionEvent = Annotated[
     | SessionTurnCompleted
     | SessionCancelled
     | SessionExported
+    | SessionCompacting
+    | SessionCompacted
+    | SessionCompactionFailed
+    | SessionCompactionRefused
+    | SessionTrimmed
     | AgentToken
     | AgentReasoning
     | AgentToolCall
@@ -183,6 +241,11 @@ SESSION_EVENT_TYPES: tuple[str, ...] = (
     "session:turn_completed",
     "session:cancelled",
     "session:exported",
+    "session:compacting",
+    "session:compacted",
+    "session:trimmed",
+    "session:compaction_failed",
+    "session:compaction_refused",
 )
 
 EventSink = Callable[[SessionEvent], Awaitable[None] | None]

@@ -64,3 +64,47 @@ def test_context_schema_refuses_unknown_fields() -> None:
     validator.validate({"workingDir": "/w"})
     with pytest.raises(ValidationError):
         validator.validate({"workingDir": "/w", "apiKey": "k"})
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "session:compacting", "reason": "manual"},
+        {
+            "type": "session:compacted",
+            "reason": "auto-threshold",
+            "summary": "s",
+            "keptMessageCount": 2,
+            "tokensBefore": 10,
+            "tokensAfter": 4,
+            "tokensUsed": {"input": 3, "output": 1},
+            "keptTurnCount": 1,
+        },
+        {
+            "type": "session:compaction_failed",
+            "reason": "manual",
+            "outcome": "budget_refused",
+            "message": "cap",
+        },
+        {"type": "session:compaction_refused", "reason": "auto-threshold", "message": "cap"},
+        {
+            "type": "session:trimmed",
+            "reason": "auto-fallback",
+            "keptMessageCount": 2,
+            "droppedMessageCount": 5,
+        },
+        {"type": "session:exported", "workflowPath": "a.relavium.yaml"},
+        {
+            "type": "agent:approval_requested",
+            "nodeId": "a",
+            "toolId": "t",
+            "action": "fs_write",
+            "preview": {"path": "p"},
+        },
+    ],
+)
+def test_every_session_event_arm_validates(event: dict[str, object]) -> None:
+    envelope = {"sessionId": "s", "sequenceNumber": 0, "timestamp": "2026-01-01T00:00:00.000Z"}
+    _validator("session-event.schema.json").validate({**envelope, **event})
+    with pytest.raises(ValidationError):
+        _validator("session-event.schema.json").validate({**envelope, **event, "type": "session:unknown"})
