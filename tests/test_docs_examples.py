@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -63,7 +64,9 @@ needs_node = pytest.mark.skipif(
 def echo_run() -> tuple[RunResult, int]:
     assert NODE is not None
     validator = ProtocolValidator()
-    adapter = resolve_adapter(f"stdio:{NODE} {ECHO_ADAPTER}", validate=validator)
+    adapter = resolve_adapter(
+        f"stdio:{shlex.quote(NODE)} {shlex.quote(str(ECHO_ADAPTER))}", validate=validator
+    )
     outcome = run_cases_sync(adapter, load_cases())
     return outcome.run, validator.checked
 
