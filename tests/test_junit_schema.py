@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from test_reports import mixed_run
 
 from relavium_conformance._reports import junit_tree, write_junit
+from test_reports import mixed_run
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).resolve().parent.parent / "schemas" / "junit.xsd")
 
