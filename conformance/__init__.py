@@ -31,7 +31,15 @@ from ._jsonrpc import (
     ProtocolMismatch,
     RpcError,
 )
-from ._protocol import HelloResult, OperationError
+from ._protocol import (
+    INVALID_INPUT,
+    SESSION_STATE_ERROR,
+    UNSUPPORTED_OPERATION,
+    Callback,
+    HelloResult,
+    OperationError,
+)
+from ._protocol import ImplementationInfo as HelloImplementation
 from ._reference_impl import ReferenceImplementation
 from ._reports import TerminalReporter, write_json, write_junit, write_markdown
 from ._results import CaseResult, CaseStatus, ClauseResult, ClauseStatus, ExitCode, RunResult, exit_code
@@ -40,10 +48,14 @@ from ._selftest import SelftestReport, run_selftest
 
 __all__ = [
     "BROKEN_IMPLEMENTATIONS",
+    "INVALID_INPUT",
     "PROTOCOL_VERSION",
+    "SESSION_STATE_ERROR",
+    "UNSUPPORTED_OPERATION",
     "Adapter",
     "AdapterError",
     "BrokenImplementation",
+    "Callback",
     "Case",
     "CaseResult",
     "CaseStatus",
@@ -51,6 +63,7 @@ __all__ = [
     "ClauseStatus",
     "DataMissingError",
     "ExitCode",
+    "HelloImplementation",
     "HelloResult",
     "InProcessAdapter",
     "KitError",
