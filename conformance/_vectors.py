@@ -452,7 +452,7 @@ def _yaml_differences(vector: ExportVector, text: str) -> list[Difference]:
         serialize_workflow(document),
         text,
         path,
-        "writing the document again gives other text (sorted keys, KD-EXP-5)",
+        "writing the document again gives other text (sorted keys, KD-EXP-6)",
     )
     return out
 

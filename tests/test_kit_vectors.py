@@ -93,6 +93,14 @@ def test_regen_snapshots_writes_nothing_for_vector_cases() -> None:
     assert not list(vectors_dir().rglob("*.snapshot.json"))
 
 
+def test_the_pytest_plugin_reports_a_vector_case_verdict() -> None:
+    from relavium_conformance.pytest_plugin import assert_case_passes, case_verdict
+
+    verdict = case_verdict("reference", "vectors/workflow-id/unicode")
+    assert getattr(verdict, "status", None) is CaseStatus.PASSED
+    assert_case_passes("reference", "vectors/reconstruct/later-marker-wins")
+
+
 # --- the reference over both transports -------------------------------------------------------------
 
 
