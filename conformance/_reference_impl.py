@@ -42,6 +42,7 @@ from relavium_reference.export import serialize_workflow, session_to_workflow, w
 from ._jsonrpc import PROTOCOL_VERSION, RpcError
 from ._protocol import (
     INVALID_INPUT,
+    PURE_METHODS,
     SESSION_STATE_ERROR,
     Callback,
     CreateParams,
@@ -198,7 +199,7 @@ class ReferenceImplementation:
             command = parse_strict(RunUserCommandParams, params)
             outcome = await self._session(params).run_user_command(command.command, list(command.args))
             return outcome.to_wire()
-        if method.startswith("pure."):
+        if method in PURE_METHODS:
             return self._pure_call(method, params)
         raise RpcError(-32601, f"method not found: {method}")
 

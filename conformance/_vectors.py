@@ -65,6 +65,7 @@ __all__ = [
     "VectorCase",
     "VectorSuite",
     "WorkflowIdVector",
+    "exact_differences",
     "execute_vector_case",
     "load_vector_cases",
     "vectors_dir",

@@ -185,6 +185,21 @@ def test_a_vector_with_an_unknown_key_is_a_usage_error(vector_copy: Path, suite:
         load_vector_cases()
 
 
+def test_run_exits_2_when_a_vector_file_is_malformed(
+    vector_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from relavium_conformance._cli import main
+
+    path = vector_copy / "workflow-id" / "unicode.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("- name: ", "- surprise: 1\n  name: ", 1))
+    load_cases.cache_clear()
+    try:
+        assert main(["run", "--list"]) == 2
+    finally:
+        load_cases.cache_clear()
+    assert "unicode.yaml" in capsys.readouterr().err
+
+
 def test_a_suite_without_vectors_is_an_error(vector_copy: Path) -> None:
     for path in (vector_copy / "reconstruct").glob("*.yaml"):
         path.unlink()
