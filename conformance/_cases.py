@@ -80,7 +80,7 @@ KNOWN_CAPABILITIES = frozenset(
     }
 )
 
-OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand"]
+OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume"]
 
 
 class OpStep(StrictModel):
@@ -91,6 +91,7 @@ class OpStep(StrictModel):
     policy: dict[str, Any] | None = None
     command: str | None = None
     args: tuple[str, ...] = ()
+    state: dict[str, Any] | None = None  # resume: hand this exact resume state to the implementation
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
 
@@ -158,12 +159,31 @@ class EventHook(StrictModel):
     do: DoAction
 
 
+class History(StrictModel):
+    """Durable rows the kit's host already holds when the case begins (e.g. a legacy transcript).
+
+    ``messages`` are SessionMessage wire objects; ``id``, ``sessionId``, ``sequenceNumber`` and
+    ``timestamp`` may be left out (the kit fills them in order).  ``record`` fields override the
+    record the kit derives from the setup.
+    """
+
+    record: dict[str, Any] | None = None
+    messages: tuple[dict[str, Any], ...] = ()
+
+
+class PersistAnswer(StrictModel):
+    """How the kit's host answers one ``host.commitTurn`` (in order; default: commit)."""
+
+    fail: bool = False
+
+
 class Setup(StrictModel):
     agent: dict[str, Any] | None = None
     context: dict[str, Any] | None = None
     deps: dict[str, Any] | None = None
     tools: tuple[dict[str, Any], ...] | None = None
     policy: dict[str, Any] | None = None
+    history: History | None = None
 
 
 class CaseExpect(StrictModel):
@@ -177,6 +197,9 @@ class CaseExpect(StrictModel):
     provider_request_count: Annotated[int, Field(ge=0)] | None = None
     tool_calls: tuple[dict[str, Any], ...] | None = None
     confirms: tuple[dict[str, Any], ...] | None = None
+    rows: tuple[dict[str, Any], ...] | None = None
+    commits: tuple[dict[str, Any], ...] | None = None
+    costs: tuple[dict[str, Any], ...] | None = None
 
 
 class Case(StrictModel):
@@ -191,6 +214,7 @@ class Case(StrictModel):
     tools: tuple[ToolAnswer, ...] = ()
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()
+    persist: tuple[PersistAnswer, ...] = ()
     steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
     expect: CaseExpect = Field(default_factory=CaseExpect)
     source: str | None = None  # the file the case came from (set by the loader)

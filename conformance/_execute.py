@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from relavium_reference._errors import InvalidInputError
 from relavium_reference._llm import LlmError
+from relavium_reference._records import parse_completed_turn
 
 from ._adapters import Adapter
 from ._cases import ApprovalStep, Case, DoStep, HoldStep, OpStep, as_ops, snapshot_path
@@ -51,7 +53,9 @@ _OP_METHOD = {
     "cancel": "session.cancel",
     "setTurnPolicy": "session.setTurnPolicy",
     "runUserCommand": "session.runUserCommand",
+    "resume": "session.resume",
 }
+HISTORY_SESSION_ID = "session-from-history"
 
 
 @dataclass
@@ -65,6 +69,11 @@ class Observation:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     confirms: list[dict[str, Any]] = field(default_factory=list)
     sleeps: list[float] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    costs: list[dict[str, Any]] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+    instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
 
@@ -76,6 +85,9 @@ class Observation:
             "tool_calls": self.tool_calls,
             "confirms": self.confirms,
             "sleeps": self.sleeps,
+            "rows": self.rows,
+            "commits": self.commits,
+            "costs": self.costs,
         }
         value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
         return value
@@ -105,6 +117,8 @@ class CaseWorld:
         self._streams: dict[str, Iterator[Any]] = {}
         self._tools = iter(case.tools)
         self._approvals = iter(case.approvals)
+        self._persist = iter(case.persist)
+        self.create_params: dict[str, Any] = {}
         self._event_counts: dict[str, int] = {}
         self._holds: list[asyncio.Future[None]] = []
         self._inflight: set[asyncio.Future[None]] = set()
@@ -138,7 +152,64 @@ class CaseWorld:
         if method == "host.sleep":
             self.observed.sleeps.append(float(params.get("seconds", 0)))
             return {}
+        if method == "host.createSession":
+            self.observed.record = params.get("record")
+            return {}
+        if method == "host.commitTurn":
+            return self._commit(params)
+        if method == "host.recordCost":
+            self.observed.costs.append(params.get("cost") or {})
+            return {}
         raise RpcError(-32601, f"method not found: {method}")
+
+    def _commit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Play the host's atomic commit: check the turn's shape, then append all its rows or none."""
+        turn = params.get("turn")
+        try:
+            parsed = parse_completed_turn(turn)
+        except InvalidInputError as exc:
+            self.observed.violations.append(
+                f"host.commitTurn carried a turn that is not one whole exchange: {exc}"
+            )
+            raise RpcError(-32602, "the turn is not one whole exchange") from None
+        answer = next(self._persist, None)
+        self.observed.commits.append(parsed.to_wire())
+        if answer is not None and answer.fail:
+            raise RpcError(-32000, "kit: the commit failed (scripted)")
+        session_id = str(params.get("sessionId"))
+        for draft in parsed.rows:
+            self._append_row({**draft.to_wire(), "sessionId": session_id})
+        return {}
+
+    def _append_row(self, row: dict[str, Any]) -> None:
+        number = len(self.observed.rows)
+        row.setdefault("id", f"row-{number}")
+        row["sequenceNumber"] = number
+        row.setdefault("timestamp", "2026-01-01T00:00:00.000Z")
+        self.observed.rows.append(row)
+
+    def seed_history(self, session_id: str) -> None:
+        history = self.case.setup.history
+        if history is None:
+            return
+        for message in history.messages:
+            self._append_row({"sessionId": session_id, **message})
+
+    def record_for_resume(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The record the host hands to resume: the one the session persisted, else one from the setup."""
+        base = self.observed.record or {
+            "id": HISTORY_SESSION_ID,
+            "agentSlug": params["agent"]["id"],
+            "context": params["context"],
+            "status": "idle",
+            "totalInputTokens": 0,
+            "totalOutputTokens": 0,
+            "totalCostMicrocents": 0,
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+        }
+        overrides = self.case.setup.history.record if self.case.setup.history else None
+        return {**base, **(overrides or {})}
 
     def _provider_open(self, params: dict[str, Any]) -> dict[str, Any]:
         self._opened += 1
@@ -269,6 +340,12 @@ class CaseWorld:
         elif op.op == "runUserCommand":
             params["command"] = _substitute(op.command, self.workdir)
             params["args"] = _substitute(list(op.args), self.workdir)
+        elif op.op == "resume":
+            params = {**self.create_params, "record": self.record_for_resume(self.create_params)}
+            params["messages"] = [dict(row) for row in self.observed.rows]
+            if op.state is not None:
+                params["state"] = op.state
+            self.observed.instance_starts.append(len(self.observed.events))
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
@@ -343,6 +420,12 @@ def _expectations(case: Case, observed: Observation) -> list[Difference]:
         out += match(list(expect.tool_calls), observed.tool_calls, "tool_calls")
     if expect.confirms is not None:
         out += match(list(expect.confirms), observed.confirms, "confirms")
+    if expect.rows is not None:
+        out += match(list(expect.rows), observed.rows, "rows")
+    if expect.commits is not None:
+        out += match(list(expect.commits), observed.commits, "commits")
+    if expect.costs is not None:
+        out += match(list(expect.costs), observed.costs, "costs")
     return out
 
 
@@ -376,8 +459,14 @@ async def execute_case(
     reason: str | None = None
     stderr_tail: str | None = None
     try:
-        created = await adapter.call("session.create", _create_params(case, handle, workdir), timeout=timeout)
+        world.create_params = _create_params(case, handle, workdir)
+        if case.setup.history is not None:
+            world.create_params["sessionId"] = str(
+                (case.setup.history.record or {}).get("id", HISTORY_SESSION_ID)
+            )
+        created = await adapter.call("session.create", world.create_params, timeout=timeout)
         world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
+        world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
         if case.setup.policy is not None:
             await adapter.call(
                 "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
@@ -402,7 +491,9 @@ async def execute_case(
     if status is CaseStatus.PASSED:
         differences = list(observed.differences)
         differences += [Difference(path="world", message=v) for v in observed.violations]
-        differences += check_envelope(observed.events, observed.session_id)
+        starts = [*observed.instance_starts, len(observed.events)]
+        for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
+            differences += check_envelope(observed.events[begin:end], observed.session_id)
         differences += _expectations(case, observed)
         if compare_snapshot:
             differences += _snapshot_differences(case, observed_snapshot)

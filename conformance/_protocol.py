@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from relavium_reference._commands import UserCommandOutcome
 from relavium_reference._llm import LlmRequest, StreamChunk
 from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._records import CostEntry
 from relavium_reference._resume import SessionResumeState
 from relavium_reference._schemas import SCHEMA_DIALECT
 from relavium_reference._session import TurnResult
@@ -112,6 +113,19 @@ class CreateParams(_Msg):
     deps: DepsSpec = Field(default_factory=DepsSpec)
     tools: tuple[ToolSpec, ...] = ()
     session_id: str | None = None
+
+
+class ResumeParams(CreateParams):
+    """Continue a persisted session as a new instance under ``handle`` (the old instance is dropped).
+
+    The implementation builds the resume state from ``record`` and ``messages`` with its own
+    reconstruction, unless ``state`` is given: then it must resume from exactly that state, which lets
+    a case check that an invalid state is refused (``invalid_resume_state``).
+    """
+
+    record: AgentSessionRecord
+    messages: tuple[SessionMessage, ...] = ()
+    state: SessionResumeState | None = None
 
 
 class CreateResult(_Msg):
@@ -205,6 +219,26 @@ class HostSleepParams(_Msg):
     seconds: Annotated[float, Field(ge=0)]
 
 
+class HostCreateSessionParams(_Msg):
+    handle: str
+    record: AgentSessionRecord
+
+
+class HostCommitTurnParams(_Msg):
+    """One completed turn, to commit all or nothing. ``turn`` is checked by the kit against the
+    strict ``CompletedTurn`` shape; an answer with an error means the commit failed (the session latches)."""
+
+    handle: str
+    session_id: str
+    turn: dict[str, Any]
+
+
+class HostRecordCostParams(_Msg):
+    handle: str
+    session_id: str
+    cost: CostEntry
+
+
 class PureSessionParams(_Msg):
     """A persisted session as the pure functions read it: its record and its durable rows (any order)."""
 
@@ -243,6 +277,7 @@ OPERATIONS: dict[str, MethodShape] = {
     "session.cancel": MethodShape(params=HandleParams, result=Empty),
     "session.setTurnPolicy": MethodShape(params=SetTurnPolicyParams, result=Empty),
     "session.runUserCommand": MethodShape(params=RunUserCommandParams, result=UserCommandOutcome),
+    "session.resume": MethodShape(params=ResumeParams, result=CreateResult),
     "pure.reconstructSessionState": MethodShape(params=PureSessionParams, result=SessionResumeState),
     "pure.workflowId": MethodShape(params=WorkflowIdParams, result=WorkflowIdResult),
     "pure.exportWorkflow": MethodShape(params=PureSessionParams, result=ExportWorkflowResult),
@@ -256,6 +291,9 @@ CALLBACKS: dict[str, MethodShape] = {
     "host.confirm": MethodShape(params=HostConfirmParams, result=HostConfirmResult),
     "host.emit": MethodShape(params=HostEmitParams, result=Empty),
     "host.sleep": MethodShape(params=HostSleepParams, result=Empty),
+    "host.createSession": MethodShape(params=HostCreateSessionParams, result=Empty),
+    "host.commitTurn": MethodShape(params=HostCommitTurnParams, result=Empty),
+    "host.recordCost": MethodShape(params=HostRecordCostParams, result=Empty),
 }
 
 

@@ -34,6 +34,7 @@ from relavium_reference import (
 )
 from relavium_reference._commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._records import CompletedTurn, CostEntry
 from relavium_reference._resume import SessionResumeState, reconstruct_session_state
 from relavium_reference._shapes import parse_strict
 from relavium_reference._workflow import document_to_data
@@ -51,6 +52,7 @@ from ._protocol import (
     ImplementationInfo,
     PolicySpec,
     PureSessionParams,
+    ResumeParams,
     RunUserCommandParams,
     SendParams,
     SetTurnPolicyParams,
@@ -69,7 +71,7 @@ __all__ = [
 ]
 
 REFERENCE_NAME = "relavium-reference"
-REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "export")
+REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "export", "persistence")
 
 _CHUNK = TypeAdapter(StreamChunk)
 
@@ -101,6 +103,27 @@ REFERENCE_PURE = PureFunctions(
     workflow_id=workflow_id,
     export_workflow=export_workflow,
 )
+
+
+class _KitPersister:
+    """The host's persister, played by the kit: the session's durable facts go out as callbacks."""
+
+    def __init__(self, callback: Callback, handle: str) -> None:
+        self._callback = callback
+        self._handle = handle
+
+    async def create_session(self, record: AgentSessionRecord) -> None:
+        await self._callback("host.createSession", {"handle": self._handle, "record": record.to_wire()})
+
+    async def commit_turn(self, session_id: str, turn: CompletedTurn) -> None:
+        await self._callback(
+            "host.commitTurn", {"handle": self._handle, "sessionId": session_id, "turn": turn.to_wire()}
+        )
+
+    async def record_cost(self, session_id: str, entry: CostEntry) -> None:
+        await self._callback(
+            "host.recordCost", {"handle": self._handle, "sessionId": session_id, "cost": entry.to_wire()}
+        )
 
 
 class _KitProvider:
@@ -178,6 +201,8 @@ class ReferenceImplementation:
             return None
         if method == "session.create":
             return self._create(parse_strict(CreateParams, params))
+        if method == "session.resume":
+            return self._resume(parse_strict(ResumeParams, params))
         if method == "session.start":
             await self._session(params).start()
             return {}
@@ -224,6 +249,29 @@ class ReferenceImplementation:
             raise InvalidInputError("unknown session handle", location="handle") from None
 
     def _create(self, params: CreateParams) -> dict[str, Any]:
+        session = self._factory(
+            agent=params.agent,
+            context=params.context,
+            deps=self._deps(params),
+            session_id=params.session_id or f"session-{next(self._ids)}",
+        )
+        self._sessions[params.handle] = session
+        return {"sessionId": session.session_id}
+
+    def _resume(self, params: ResumeParams) -> dict[str, Any]:
+        state = params.state or self._pure.reconstruct_session_state(params.record, params.messages)
+        session = self._factory.resume(
+            agent=params.agent,
+            context=params.context,
+            deps=self._deps(params),
+            state=state,
+            session_id=params.record.id,
+            agent_ref=params.record.agent_slug,
+        )
+        self._sessions[params.handle] = session
+        return {"sessionId": session.session_id}
+
+    def _deps(self, params: CreateParams) -> SessionDeps:
         handle = params.handle
         callback = self._callback
 
@@ -234,26 +282,18 @@ class ReferenceImplementation:
             await callback("host.sleep", {"handle": handle, "seconds": seconds})
 
         deps = params.deps
-        session = self._factory(
-            agent=params.agent,
-            context=params.context,
-            deps=SessionDeps(
-                resolve_provider=lambda provider, model: _KitProvider(
-                    callback, handle, provider.value, model
-                ),
-                emit=emit,
-                sleep=sleep,
-                tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
-                max_turns=deps.max_turns,
-                max_tool_turns=16 if deps.max_tool_turns is None else deps.max_tool_turns,
-                allowed_commands=deps.allowed_commands,
-                allowed_command_globs=deps.allowed_command_globs,
-                command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
-            ),
-            session_id=params.session_id or f"session-{next(self._ids)}",
+        return SessionDeps(
+            resolve_provider=lambda provider, model: _KitProvider(callback, handle, provider.value, model),
+            emit=emit,
+            sleep=sleep,
+            tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
+            max_turns=deps.max_turns,
+            max_tool_turns=16 if deps.max_tool_turns is None else deps.max_tool_turns,
+            allowed_commands=deps.allowed_commands,
+            allowed_command_globs=deps.allowed_command_globs,
+            command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
+            persister=_KitPersister(callback, handle),
         )
-        self._sessions[handle] = session
-        return {"sessionId": session.session_id}
 
     def _tool(self, handle: str, spec: ToolSpec) -> FunctionTool:
         callback = self._callback
