@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from relavium_reference import (
@@ -36,27 +36,11 @@ from relavium_reference._resume import ResumeMessage, SessionResumeState, recons
 from relavium_reference._turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._workflow_yaml import _yaml, dump_yaml
 
-from ._protocol import Callback
-from ._reference_impl import REFERENCE_PURE, PureFunctions, ReferenceImplementation, export_workflow
+from ._broken_base import BrokenImplementation
+from ._broken_history import HISTORY_BREAKS
+from ._reference_impl import REFERENCE_PURE, PureFunctions, export_workflow
 
 __all__ = ["BROKEN_IMPLEMENTATIONS", "BrokenImplementation", "broken_by_name"]
-
-
-@dataclass(frozen=True)
-class BrokenImplementation:
-    name: str
-    rule: str  # the rule it breaks, in one line
-    clauses: tuple[str, ...]  # the clauses whose cases must catch it
-    session: type[AgentSession] = AgentSession
-    pure: PureFunctions = REFERENCE_PURE
-
-    def factory(self) -> Callable[[Callback], ReferenceImplementation]:
-        def make(callback: Callback) -> ReferenceImplementation:
-            return ReferenceImplementation(
-                callback, session_factory=self.session, name=f"broken:{self.name}", pure=self.pure
-            )
-
-        return make
 
 
 class _NoHardCap(AgentSession):
@@ -453,6 +437,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         ("AS-MSG-027",),
         pure=_pure(reconstruct_session_state=_reconstruct_ignores_markers),
     ),
+    *HISTORY_BREAKS,
 )
 
 

@@ -200,6 +200,7 @@ class CaseExpect(StrictModel):
     rows: tuple[dict[str, Any], ...] | None = None
     commits: tuple[dict[str, Any], ...] | None = None
     costs: tuple[dict[str, Any], ...] | None = None
+    record: dict[str, Any] | None = None
 
 
 class Case(StrictModel):

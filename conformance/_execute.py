@@ -426,6 +426,8 @@ def _expectations(case: Case, observed: Observation) -> list[Difference]:
         out += match(list(expect.commits), observed.commits, "commits")
     if expect.costs is not None:
         out += match(list(expect.costs), observed.costs, "costs")
+    if expect.record is not None:
+        out += match(expect.record, observed.record, "record")
     return out
 
 

@@ -97,8 +97,9 @@ async def check_broken(
         run = await _statuses(InProcessAdapter(f"broken:{broken.name}", broken.factory()), citing, timeout)
         failed = tuple(c.id for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED))
     ids = {c.id for c in citing}
+    # a case the reference itself cannot run (an undeclared capability) proves nothing either way
     reference_failed = tuple(
-        c.id for c in reference.cases if c.id in ids and c.status is not CaseStatus.PASSED
+        c.id for c in reference.cases if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
     )
     return BrokenVerdict(
         name=broken.name,
