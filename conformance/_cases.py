@@ -80,7 +80,7 @@ KNOWN_CAPABILITIES = frozenset(
     }
 )
 
-OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume"]
+OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume", "export"]
 
 
 class OpStep(StrictModel):
@@ -92,6 +92,7 @@ class OpStep(StrictModel):
     command: str | None = None
     args: tuple[str, ...] = ()
     state: dict[str, Any] | None = None  # resume: hand this exact resume state to the implementation
+    path: str | None = None  # export: the file name, in the case's working directory
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
 
@@ -201,6 +202,7 @@ class CaseExpect(StrictModel):
     commits: tuple[dict[str, Any], ...] | None = None
     costs: tuple[dict[str, Any], ...] | None = None
     record: dict[str, Any] | None = None
+    exports: tuple[dict[str, Any], ...] | None = None
 
 
 class Case(StrictModel):

@@ -18,7 +18,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from ruamel.yaml import YAML
 
 from relavium_reference._errors import InvalidInputError
 from relavium_reference._llm import LlmError
@@ -54,6 +57,7 @@ _OP_METHOD = {
     "setTurnPolicy": "session.setTurnPolicy",
     "runUserCommand": "session.runUserCommand",
     "resume": "session.resume",
+    "export": "session.export",
 }
 HISTORY_SESSION_ID = "session-from-history"
 
@@ -73,6 +77,7 @@ class Observation:
     commits: list[dict[str, Any]] = field(default_factory=list)
     costs: list[dict[str, Any]] = field(default_factory=list)
     record: dict[str, Any] | None = None
+    exports: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
@@ -88,6 +93,7 @@ class Observation:
             "rows": self.rows,
             "commits": self.commits,
             "costs": self.costs,
+            "exports": self.exports,
         }
         value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
         return value
@@ -157,6 +163,8 @@ class CaseWorld:
             return {}
         if method == "host.commitTurn":
             return self._commit(params)
+        if method == "host.loadSession":
+            return {"record": self.record_for_resume(self.create_params), "messages": self.observed.rows}
         if method == "host.recordCost":
             self.observed.costs.append(params.get("cost") or {})
             return {}
@@ -187,6 +195,21 @@ class CaseWorld:
         row["sequenceNumber"] = number
         row.setdefault("timestamp", "2026-01-01T00:00:00.000Z")
         self.observed.rows.append(row)
+
+    def _read_export(self, path: str, where: str) -> None:
+        """Read back the file an export wrote: its exact text and the data it parses to."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError:
+            self.observed.differences.append(
+                Difference(path=where, message="export wrote no file at the path")
+            )
+            return
+        try:
+            document = YAML(typ="safe", pure=True).load(text)
+        except Exception:
+            document = None
+        self.observed.exports.append({"path": Path(path).name, "yaml": text, "document": document})
 
     def seed_history(self, session_id: str) -> None:
         history = self.case.setup.history
@@ -346,6 +369,8 @@ class CaseWorld:
             if op.state is not None:
                 params["state"] = op.state
             self.observed.instance_starts.append(len(self.observed.events))
+        elif op.op == "export":
+            params["workflowPath"] = str(Path(self.workdir) / (op.path or "export.relavium.yaml"))
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
@@ -361,6 +386,8 @@ class CaseWorld:
                 self.observed.differences.extend(match(op.expect_error, record["error"], where + ".error"))
             return
         record["result"] = result
+        if op.op == "export":
+            self._read_export(params["workflowPath"], where)
         if op.expect_error is not None:
             self.observed.differences.append(
                 Difference(
@@ -426,6 +453,8 @@ def _expectations(case: Case, observed: Observation) -> list[Difference]:
         out += match(list(expect.commits), observed.commits, "commits")
     if expect.costs is not None:
         out += match(list(expect.costs), observed.costs, "costs")
+    if expect.exports is not None:
+        out += match(list(expect.exports), observed.exports, "exports")
     if expect.record is not None:
         out += match(expect.record, observed.record, "record")
     return out

@@ -27,6 +27,7 @@ from ._results import Difference
 __all__ = ["ABSENT", "check_envelope", "match", "normalise"]
 
 ABSENT = object()
+_EMBEDDED_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
 
@@ -146,7 +147,8 @@ def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) ->
             if sid and value == sid:
                 return f"<session-id-{index + 1}>"
         if workdir and workdir in value:
-            return value.replace(workdir, "<workdir>")
+            value = value.replace(workdir, "<workdir>")
+        return _EMBEDDED_TIMESTAMP.sub("<timestamp>", value)  # also inside texts (an exported YAML)
     return value
 
 

@@ -27,7 +27,7 @@ from relavium_reference._messages import AgentSessionRecord, SessionMessage
 from relavium_reference._records import CostEntry
 from relavium_reference._resume import SessionResumeState
 from relavium_reference._schemas import SCHEMA_DIALECT
-from relavium_reference._session import TurnResult
+from relavium_reference._session import ExportResult, TurnResult
 from relavium_reference._shapes import AgentSnapshot, SessionContext, WireModel
 
 from ._jsonrpc import PROTOCOL_VERSION, RpcError
@@ -219,6 +219,25 @@ class HostSleepParams(_Msg):
     seconds: Annotated[float, Field(ge=0)]
 
 
+class ExportParams(_Msg):
+    """Write the session's workflow scaffold to ``workflowPath`` (a file the kit then reads)."""
+
+    handle: str
+    workflow_path: Annotated[str, Field(min_length=1)]
+
+
+class HostLoadSessionParams(_Msg):
+    handle: str
+    session_id: str
+
+
+class HostLoadSessionResult(_Msg):
+    """The host's persisted transcript: the record and every durable row, in sequence order."""
+
+    record: AgentSessionRecord
+    messages: tuple[SessionMessage, ...]
+
+
 class HostCreateSessionParams(_Msg):
     handle: str
     record: AgentSessionRecord
@@ -278,6 +297,7 @@ OPERATIONS: dict[str, MethodShape] = {
     "session.setTurnPolicy": MethodShape(params=SetTurnPolicyParams, result=Empty),
     "session.runUserCommand": MethodShape(params=RunUserCommandParams, result=UserCommandOutcome),
     "session.resume": MethodShape(params=ResumeParams, result=CreateResult),
+    "session.export": MethodShape(params=ExportParams, result=ExportResult),
     "pure.reconstructSessionState": MethodShape(params=PureSessionParams, result=SessionResumeState),
     "pure.workflowId": MethodShape(params=WorkflowIdParams, result=WorkflowIdResult),
     "pure.exportWorkflow": MethodShape(params=PureSessionParams, result=ExportWorkflowResult),
@@ -294,6 +314,7 @@ CALLBACKS: dict[str, MethodShape] = {
     "host.createSession": MethodShape(params=HostCreateSessionParams, result=Empty),
     "host.commitTurn": MethodShape(params=HostCommitTurnParams, result=Empty),
     "host.recordCost": MethodShape(params=HostRecordCostParams, result=Empty),
+    "host.loadSession": MethodShape(params=HostLoadSessionParams, result=HostLoadSessionResult),
 }
 
 

@@ -47,8 +47,10 @@ from ._protocol import (
     SESSION_STATE_ERROR,
     Callback,
     CreateParams,
+    ExportParams,
     HandleParams,
     HelloResult,
+    HostLoadSessionResult,
     ImplementationInfo,
     PolicySpec,
     PureSessionParams,
@@ -124,6 +126,11 @@ class _KitPersister:
         await self._callback(
             "host.recordCost", {"handle": self._handle, "sessionId": session_id, "cost": entry.to_wire()}
         )
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        answer = await self._callback("host.loadSession", {"handle": self._handle, "sessionId": session_id})
+        loaded = parse_strict(HostLoadSessionResult, answer)
+        return loaded.record, loaded.messages
 
 
 class _KitProvider:
@@ -203,6 +210,9 @@ class ReferenceImplementation:
             return self._create(parse_strict(CreateParams, params))
         if method == "session.resume":
             return self._resume(parse_strict(ResumeParams, params))
+        if method == "session.export":
+            export = parse_strict(ExportParams, params)
+            return (await self._session(params).export(export.workflow_path)).to_wire()
         if method == "session.start":
             await self._session(params).start()
             return {}

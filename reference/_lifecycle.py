@@ -40,6 +40,7 @@ class SessionInput(StrEnum):
     SET_TURN_POLICY = "set_turn_policy"
     RUN_USER_COMMAND = "run_user_command"
     COMMAND_SETTLED = "command_settled"
+    EXPORT = "export"
 
 
 class Effect(StrEnum):
@@ -89,6 +90,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CREATED, In.SET_TURN_POLICY): _go(S.CREATED, E.STORE_POLICY),
     (S.CREATED, In.RUN_USER_COMMAND): _refuse(S.CREATED, _NS),
     (S.CREATED, In.COMMAND_SETTLED): _refuse(S.CREATED, _NS),
+    (S.CREATED, In.EXPORT): _refuse(S.CREATED, _NS),
     # idle
     (S.IDLE, In.START): _refuse(S.IDLE, _AS),
     (S.IDLE, In.SEND): _go(S.STREAMING),
@@ -98,6 +100,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.IDLE, In.SET_TURN_POLICY): _go(S.IDLE, E.STORE_POLICY),
     (S.IDLE, In.RUN_USER_COMMAND): _go(S.COMMAND),
     (S.IDLE, In.COMMAND_SETTLED): _refuse(S.IDLE, _NA),
+    (S.IDLE, In.EXPORT): _go(S.IDLE),
     # streaming: a turn is in flight
     (S.STREAMING, In.START): _refuse(S.STREAMING, _AS),
     (S.STREAMING, In.SEND): _refuse(S.STREAMING, _BUSY),
@@ -107,6 +110,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.STREAMING, In.SET_TURN_POLICY): _go(S.STREAMING, E.STORE_POLICY),
     (S.STREAMING, In.RUN_USER_COMMAND): _refuse(S.STREAMING, _BUSY),
     (S.STREAMING, In.COMMAND_SETTLED): _refuse(S.STREAMING, _BUSY),
+    (S.STREAMING, In.EXPORT): _refuse(S.STREAMING, _BUSY),
     # command: a user command is in flight (never races a turn)
     (S.COMMAND, In.START): _refuse(S.COMMAND, _AS),
     (S.COMMAND, In.SEND): _refuse(S.COMMAND, _BUSY),
@@ -116,6 +120,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.COMMAND, In.SET_TURN_POLICY): _go(S.COMMAND, E.STORE_POLICY),
     (S.COMMAND, In.RUN_USER_COMMAND): _refuse(S.COMMAND, _BUSY),
     (S.COMMAND, In.COMMAND_SETTLED): _go(S.IDLE),
+    (S.COMMAND, In.EXPORT): _refuse(S.COMMAND, _BUSY),
     # cancelled: terminal; cancel and abort are idempotent no-ops, the policy is inert.
     (S.CANCELLED, In.START): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.SEND): _refuse(S.CANCELLED, _NA),
@@ -125,6 +130,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CANCELLED, In.SET_TURN_POLICY): _go(S.CANCELLED, E.INERT),
     (S.CANCELLED, In.RUN_USER_COMMAND): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.COMMAND_SETTLED): _go(S.CANCELLED, E.NOOP),
+    (S.CANCELLED, In.EXPORT): _refuse(S.CANCELLED, _NA),
 }
 
 _MESSAGES = {

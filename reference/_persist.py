@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ._llm import LlmMessage
-from ._messages import AgentSessionRecord
+from ._messages import AgentSessionRecord, SessionMessage
 from ._messages import TextPart as DurableText
 from ._records import CompletedTurn, CostEntry, MessageDraft, structural_drafts
 from ._store import SessionStore
@@ -31,6 +31,10 @@ class TurnPersister(Protocol):
 
     async def record_cost(self, session_id: str, entry: CostEntry) -> None: ...
 
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        """The session's record and every durable row, in sequence order (for export)."""
+        ...
+
 
 class SqlitePersister:
     """Persists through a :class:`SessionStore` (``history.db``), off the event loop's thread."""
@@ -46,6 +50,9 @@ class SqlitePersister:
 
     async def record_cost(self, session_id: str, entry: CostEntry) -> None:
         await asyncio.to_thread(self._store.record_cost, session_id, entry)
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        return await asyncio.to_thread(self._store.load_full, session_id)
 
 
 def completed_turn(

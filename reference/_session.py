@@ -12,9 +12,11 @@ hands over to the host's own task); the kit's adapters do so.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from ._commands import (
@@ -32,6 +34,7 @@ from ._events import (
     EventSink,
     EventStamper,
     SessionCancelled,
+    SessionExported,
     SessionStarted,
     SessionTurnCompleted,
     SessionTurnStarted,
@@ -40,6 +43,7 @@ from ._events import (
     TurnError,
     format_timestamp,
 )
+from ._export_mapping import session_to_workflow
 from ._lifecycle import Effect, Outcome, SessionInput, SessionState, apply
 from ._messages import AgentSessionRecord
 from ._persist import TurnPersister, completed_turn
@@ -59,8 +63,17 @@ from ._turn import (
     run_turn,
 )
 from ._vocabulary import RETRYABLE_ERROR_CODES, ErrorCode, SessionStopReason
+from ._workflow import document_to_data
+from ._workflow_yaml import dump_yaml
 
-__all__ = ["DEFAULT_SESSION_MAX_TURNS", "AgentSession", "SessionDeps", "TurnResult", "exchanges_from_state"]
+__all__ = [
+    "DEFAULT_SESSION_MAX_TURNS",
+    "AgentSession",
+    "ExportResult",
+    "SessionDeps",
+    "TurnResult",
+    "exchanges_from_state",
+]
 
 DEFAULT_SESSION_MAX_TURNS = 50
 
@@ -85,6 +98,18 @@ class SessionDeps:
     command_output_limit: int = DEFAULT_OUTPUT_LIMIT
     new_id: Callable[[], str] = _new_id
     persister: TurnPersister | None = None
+
+
+class ExportResult(WireModel):
+    workflow_id: str
+    workflow_path: str
+
+
+def _write_whole(path: str, text: str) -> None:
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, target)
 
 
 class TurnResult(WireModel):
@@ -302,6 +327,25 @@ class AgentSession:
             self._turn_task = None
             if self._state is SessionState.STREAMING:
                 self._state = SessionState.IDLE
+
+    async def export(self, workflow_path: str) -> ExportResult:
+        """Write the session's workflow scaffold to ``workflow_path`` (idle only); emit ``session:exported``.
+
+        The document is built from the host's persisted transcript (every completed turn, those behind
+        a compaction or trim boundary included), deterministically; the file is written whole or not
+        at all.  Refuses ``not_started`` / ``busy`` / ``not_active``; a session without a persister
+        cannot export (``InvalidInputError``).
+        """
+        self._apply(SessionInput.EXPORT)
+        persister = self._deps.persister
+        if persister is None:
+            raise InvalidInputError("export needs a host that keeps the transcript", location="persister")
+        record, messages = await persister.load_transcript(self.session_id)
+        document = session_to_workflow(record, messages)
+        text = dump_yaml(document_to_data(document))
+        await asyncio.to_thread(_write_whole, workflow_path, text)
+        await self._stamper.emit(SessionExported, workflow_path=workflow_path)
+        return ExportResult(workflow_id=document.workflow.id, workflow_path=workflow_path)
 
     async def run_user_command(
         self, command: str, args: Sequence[str] = ()

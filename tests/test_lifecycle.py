@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from enginekit import GatedProvider, gated_reply, make_session, run
-from relavium_reference import SessionStateCode, SessionStateError, TurnPolicy
+from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError, TurnPolicy
 from relavium_reference._lifecycle import (
     TRANSITIONS,
     Effect,
@@ -32,6 +32,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.CANCEL: S.CANCELLED,
         In.SET_TURN_POLICY: S.CREATED,
         In.RUN_USER_COMMAND: SessionStateCode.NOT_STARTED,
+        In.EXPORT: SessionStateCode.NOT_STARTED,
     },
     S.IDLE: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -40,6 +41,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.CANCEL: S.CANCELLED,
         In.SET_TURN_POLICY: S.IDLE,
         In.RUN_USER_COMMAND: S.COMMAND,
+        In.EXPORT: S.IDLE,
     },
     S.STREAMING: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -48,6 +50,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.CANCEL: S.CANCELLED,
         In.SET_TURN_POLICY: S.STREAMING,
         In.RUN_USER_COMMAND: SessionStateCode.BUSY,
+        In.EXPORT: SessionStateCode.BUSY,
     },
     S.COMMAND: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -56,6 +59,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.CANCEL: S.CANCELLED,
         In.SET_TURN_POLICY: S.COMMAND,
         In.RUN_USER_COMMAND: SessionStateCode.BUSY,
+        In.EXPORT: SessionStateCode.BUSY,
     },
     S.CANCELLED: {
         In.START: SessionStateCode.NOT_ACTIVE,
@@ -64,6 +68,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.CANCEL: S.CANCELLED,
         In.SET_TURN_POLICY: S.CANCELLED,
         In.RUN_USER_COMMAND: SessionStateCode.NOT_ACTIVE,
+        In.EXPORT: SessionStateCode.NOT_ACTIVE,
     },
 }
 
@@ -152,6 +157,9 @@ async def _invoke(session: object, event: SessionInput) -> None:
         await session.cancel()
     elif event is In.SET_TURN_POLICY:
         session.set_turn_policy(session.turn_policy)
+    elif event is In.EXPORT:
+        with contextlib.suppress(InvalidInputError):  # this session has no persister to read from
+            await session.export("unused.relavium.yaml")
     elif event is In.RUN_USER_COMMAND:
         await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.run_user_command("true"))), 0.05)
 
