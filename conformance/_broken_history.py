@@ -19,6 +19,17 @@ from ._reference_impl import ReferenceImplementation
 __all__ = ["HISTORY_BREAKS"]
 
 
+def _without_terminal_text(user_text: str) -> CompletedTurn:
+    """A turn whose terminal row has no text part: built without validation, as a broken engine would."""
+    return CompletedTurn.model_construct(
+        user=MessageDraft(role="user", content=(DurableText(text=user_text),)),
+        structural=(),
+        terminal=MessageDraft.model_construct(role="assistant", content=(), model_id=None),
+        finish_reason="stop",
+        costs=(),
+    )
+
+
 class _PersistsAbortedTurn(AgentSession):
     """Commits an aborted turn as if it had completed with the text streamed so far."""
 
@@ -39,13 +50,7 @@ class _DropsEmptyTerminal(AgentSession):
     async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
         if end.text or self._deps.persister is None:
             return await super()._commit(text, end, progress)
-        turn = CompletedTurn.model_construct(
-            user=MessageDraft(role="user", content=(DurableText(text=text),)),
-            structural=(),
-            terminal=MessageDraft.model_construct(role="assistant", content=(), model_id=None),
-            finish_reason="stop",
-            costs=(),
-        )
+        turn = _without_terminal_text(text)
         try:
             await self._deps.persister.commit_turn(self.session_id, turn)
         except Exception:
@@ -61,13 +66,7 @@ class _CommitsInTwoTransactions(AgentSession):
         persister = self._deps.persister
         if persister is None:
             return await super()._commit(text, end, progress)
-        user_only = CompletedTurn.model_construct(
-            user=MessageDraft(role="user", content=(DurableText(text=text),)),
-            structural=(),
-            terminal=MessageDraft.model_construct(role="assistant", content=(), model_id=None),
-            finish_reason="stop",
-            costs=(),
-        )
+        user_only = _without_terminal_text(text)
         try:
             await persister.commit_turn(self.session_id, user_only)
         except Exception:

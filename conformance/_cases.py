@@ -36,6 +36,7 @@ from ruamel.yaml import YAML
 from relavium_reference._llm import StreamChunk
 from relavium_reference._shapes import StrictModel, parse_strict
 
+from ._catalogue import CAPABILITIES
 from ._data import fixtures_dir
 from ._errors import KitUsageError
 from ._vectors import VectorCase, load_vector_cases
@@ -63,22 +64,7 @@ __all__ = [
 ]
 
 CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
-KNOWN_CAPABILITIES = frozenset(
-    {
-        "core",
-        "user-commands",
-        "persistence",
-        "resume",
-        "memory-policy",
-        "compaction",
-        "trim",
-        "overflow",
-        "export",
-        "budget",
-        "usage",
-        "session-store",
-    }
-)
+KNOWN_CAPABILITIES = frozenset(CAPABILITIES)  # the catalogue's vocabulary
 
 OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume", "export"]
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, model_validator
 
@@ -69,20 +69,7 @@ Capability = Literal[
     "session-store",
 ]
 STATUSES: tuple[str, ...] = ("testable", "kit-defined", "host-specific", "informative")
-CAPABILITIES: tuple[str, ...] = (
-    "core",
-    "user-commands",
-    "persistence",
-    "resume",
-    "memory-policy",
-    "compaction",
-    "trim",
-    "overflow",
-    "export",
-    "budget",
-    "usage",
-    "session-store",
-)
+CAPABILITIES: tuple[str, ...] = get_args(Capability)
 
 # Areas of the agent session spec (AS) and of the session store contract (SS).
 AREAS: dict[str, dict[str, str]] = {

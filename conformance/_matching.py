@@ -42,9 +42,18 @@ def _short(value: Any) -> Any:
     return value if len(text) <= 300 else text[:300] + "..."
 
 
-def match(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
-    """Every way ``actual`` departs from ``expected`` (empty: it matches)."""
-    if isinstance(expected, Mapping) and len(expected) == 1 and next(iter(expected)).startswith("$"):
+def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -> list[Difference]:
+    """Every way ``actual`` departs from ``expected`` (empty: it matches).
+
+    With ``exact`` (for language-neutral vectors) there are no operators, an actual mapping may hold
+    no key the expected one lacks, and scalars must also agree in JSON type.
+    """
+    if (
+        not exact
+        and isinstance(expected, Mapping)
+        and len(expected) == 1
+        and next(iter(expected)).startswith("$")
+    ):
         return _operator(next(iter(expected)), next(iter(expected.values())), actual, path)
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
@@ -56,12 +65,18 @@ def match(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
         out: list[Difference] = []
         for key, want in expected.items():
             got = actual.get(key, ABSENT)
-            if got is ABSENT and not (isinstance(want, Mapping) and "$absent" in want):
+            if got is ABSENT and (exact or not (isinstance(want, Mapping) and "$absent" in want)):
                 out.append(
                     Difference(path=f"{path}.{key}", message="missing", expected=_short(want), actual=None)
                 )
                 continue
-            out.extend(match(want, got, f"{path}.{key}"))
+            out.extend(match(want, got, f"{path}.{key}", exact=exact))
+        if exact:
+            out += [
+                Difference(path=f"{path}.{key}", message="not expected", actual=_short(actual[key]))
+                for key in actual
+                if key not in expected
+            ]
         return out
     if isinstance(expected, list | tuple):
         if not isinstance(actual, list | tuple):
@@ -82,9 +97,12 @@ def match(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
         return [
             d
             for i, (w, g) in enumerate(zip(expected, actual, strict=True))
-            for d in match(w, g, f"{path}[{i}]")
+            for d in match(w, g, f"{path}[{i}]", exact=exact)
         ]
-    if expected != actual or (type(expected) is bool and type(actual) is not bool):
+    same_type = (
+        type(expected) is type(actual) if exact else not (type(expected) is bool) ^ (type(actual) is bool)
+    )
+    if expected != actual or not same_type:
         return [Difference(path=path, message="differs", expected=_short(expected), actual=_short(actual))]
     return []
 

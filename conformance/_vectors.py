@@ -52,6 +52,7 @@ from relavium_reference.export import parse_workflow, serialize_workflow
 from ._catalogue import CLAUSE_ID_PATTERN
 from ._data import fixtures_dir
 from ._errors import AdapterError, KitUsageError
+from ._matching import match
 from ._protocol import ExportWorkflowResult, HelloResult, OperationError
 from ._results import CaseResult, CaseStatus, Difference, one_line
 
@@ -287,39 +288,7 @@ def _short(value: Any) -> Any:
 
 def exact_differences(expected: Any, actual: Any, path: str) -> list[Difference]:
     """Every place ``actual`` is not exactly ``expected`` (JSON data: no extra key, no missing key)."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        out: list[Difference] = []
-        for key in expected:
-            if key not in actual:
-                out.append(
-                    Difference(path=f"{path}.{key}", message="missing", expected=_short(expected[key]))
-                )
-            else:
-                out += exact_differences(expected[key], actual[key], f"{path}.{key}")
-        out += [
-            Difference(path=f"{path}.{key}", message="not expected", actual=_short(actual[key]))
-            for key in actual
-            if key not in expected
-        ]
-        return out
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            return [
-                Difference(
-                    path=path,
-                    message=f"expected {len(expected)} items, got {len(actual)}",
-                    expected=_short(expected),
-                    actual=_short(actual),
-                )
-            ]
-        return [
-            d
-            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-            for d in exact_differences(e, a, f"{path}[{i}]")
-        ]
-    if type(expected) is type(actual) and expected == actual:
-        return []
-    return [Difference(path=path, message="differs", expected=_short(expected), actual=_short(actual))]
+    return match(expected, actual, path, exact=True)
 
 
 def _text_difference(expected: str, actual: str, path: str, message: str) -> list[Difference]:
