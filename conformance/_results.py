@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
@@ -390,7 +390,7 @@ class RunResult(StrictModel):
         """This run with its baseline comparison recorded."""
         return self.model_copy(update={"baseline": comparison})
 
-    def with_proofs(self, proofs: dict[str, Sequence[str]]) -> RunResult:
+    def with_proofs(self, proofs: Mapping[str, Sequence[str]]) -> RunResult:
         """This run with ``proven_by`` filled in per clause id (from a selftest)."""
         clauses = tuple(
             clause.model_copy(update={"proven_by": tuple(sorted(proofs.get(clause.id, ())))})

@@ -15,6 +15,7 @@ from ._errors import KitUsageError
 from ._reports import TerminalReporter, write_json, write_junit, write_markdown
 from ._results import ExitCode, exit_code
 from ._runner import run_cases
+from ._selftest import run_selftest
 from ._validation import ProtocolValidator
 
 __all__ = ["register", "run_command"]
@@ -50,6 +51,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
     parser.add_argument(
         "--validate-protocol", action="store_true", help="check every stdio message against schemas/protocol"
+    )
+    parser.add_argument(
+        "--with-proofs",
+        action="store_true",
+        help="also run the kit's deliberately broken implementations and record, per clause, which ones "
+        "its cases caught (proven_by in the JSON results)",
     )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     parser.set_defaults(handler=run_command)
@@ -87,6 +94,9 @@ def _run(args: argparse.Namespace) -> int:
         )
     )
     run = outcome.run
+    if args.with_proofs:
+        proofs = asyncio.run(run_selftest(include_misbehaviours=False)).proofs()
+        run = run.with_proofs(proofs)
     if baseline is not None:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])

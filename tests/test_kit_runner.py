@@ -142,3 +142,12 @@ def test_protocol_validation_checks_messages_both_ways() -> None:
     result = _cli("run", "--select", "races/*", "--adapter", "reference-stdio", "--validate-protocol")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "messages validated" in result.stdout
+
+
+def test_with_proofs_records_which_broken_implementation_proves_each_clause(tmp_path: Path) -> None:
+    result = _cli("run", "--select", "persistence/*", "--with-proofs", "--json", str(tmp_path / "r.json"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    proven = {c["id"]: c["proven_by"] for c in document["clauses"] if c["proven_by"]}
+    assert "persists-aborted-turn" in proven["AS-MSG-021"]
+    assert "ignores-the-latch" in proven["AS-MSG-015"]
