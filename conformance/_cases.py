@@ -162,6 +162,7 @@ class PersistAnswer(StrictModel):
     """How the kit's host answers one ``host.commitTurn`` (in order; default: commit)."""
 
     fail: bool = False
+    do: DoAction | None = None  # an operation the kit performs before answering (e.g. cancel mid-commit)
 
 
 class Setup(StrictModel):

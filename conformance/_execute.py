@@ -162,7 +162,7 @@ class CaseWorld:
             self.observed.record = params.get("record")
             return {}
         if method == "host.commitTurn":
-            return self._commit(params)
+            return await self._commit(params)
         if method == "host.loadSession":
             return {"record": self.record_for_resume(self.create_params), "messages": self.observed.rows}
         if method == "host.recordCost":
@@ -170,7 +170,7 @@ class CaseWorld:
             return {}
         raise RpcError(-32601, f"method not found: {method}")
 
-    def _commit(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _commit(self, params: dict[str, Any]) -> dict[str, Any]:
         """Play the host's atomic commit: check the turn's shape, then append all its rows or none."""
         turn = params.get("turn")
         try:
@@ -182,6 +182,8 @@ class CaseWorld:
             raise RpcError(-32602, "the turn is not one whole exchange") from None
         answer = next(self._persist, None)
         self.observed.commits.append(parsed.to_wire())
+        if answer is not None and answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
         if answer is not None and answer.fail:
             raise RpcError(-32000, "kit: the commit failed (scripted)")
         session_id = str(params.get("sessionId"))
