@@ -139,11 +139,19 @@ class ApprovalStep(StrictModel):
 
 
 class EventHook(StrictModel):
-    """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it."""
+    """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it; with
+    ``fail``, answer the delivery with an error instead (a host sink that throws, KD-EVT-5)."""
 
     type: str
     nth: Annotated[int, Field(ge=1)] = 1
-    do: DoAction
+    do: DoAction | None = None
+    fail: bool = False
+
+    @model_validator(mode="after")
+    def _acts(self) -> EventHook:
+        if self.do is None and not self.fail:
+            raise ValueError("an event hook needs do, fail or both")
+        return self
 
 
 class History(StrictModel):

@@ -302,9 +302,14 @@ class CaseWorld:
         self.observed.events.append(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
+        failing = False
         for hook in self.case.on_event:
             if hook.type == kind and hook.nth == self._event_counts[kind]:
-                await self.perform_together(as_ops(hook.do))
+                if hook.do is not None:
+                    await self.perform_together(as_ops(hook.do))
+                failing = failing or hook.fail
+        if failing:
+            raise RpcError(-32000, "kit: the host's event sink failed (scripted)")
         return {}
 
     async def _hold(self) -> None:

@@ -307,7 +307,8 @@ class AgentSession:
                 await self._record_uncommitted_cost(progress)
                 return await self._settle_interrupted(progress)
             error = task.exception()
-            if error is not None:
+            if error is not None:  # an observer failed (never a provider: those are classified)
+                await self._record_uncommitted_cost(progress)
                 await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
                 raise error
             end = task.result()

@@ -248,47 +248,57 @@ async def _one_attempt(
     attempt_number = progress.attempts
     result = _Round(model=model)
     calls: dict[str, _PendingCall] = {}
+    # Only the provider's own failures are classified; an observer (the event sink) that raises while a
+    # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
     try:
-        async for chunk in provider.stream(request):
-            if isinstance(chunk, TextDelta):
-                result.text += chunk.text
-                await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
-            elif isinstance(chunk, ReasoningDelta):
-                await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
-            elif isinstance(chunk, ReasoningStart | ReasoningEnd):
-                continue
-            elif isinstance(chunk, ToolCallStart):
-                calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
-                result.calls.append(calls[chunk.id])
-            elif isinstance(chunk, ToolCallDelta):
-                if chunk.id in calls:
-                    calls[chunk.id].args_json += chunk.args_json_delta
-            elif isinstance(chunk, ToolCallEnd):
-                if chunk.id in calls:
-                    _parse_args(calls[chunk.id])
-            elif isinstance(chunk, StopChunk):
-                progress.usage = progress.usage + chunk.usage
-                if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
-                    progress.resolved = True  # the final reply is in: a later abort is a no-op
-                await setup.stamper.emit(
-                    CostUpdated,
-                    node_id=setup.node_id,
-                    model=model,
-                    input_tokens=chunk.usage.input_tokens,
-                    output_tokens=chunk.usage.output_tokens,
-                    cost_microcents=0,
-                    cumulative_cost_microcents=0,
-                    attempt_number=attempt_number,
-                    priced=False,
-                )
-                result.stop_reason = chunk.stop_reason
-                return result
-            elif isinstance(chunk, StreamErrorChunk):
-                result.error = chunk.error
-                return result
-    except Exception:  # a provider that raises instead of yielding an error chunk
+        chunks = provider.stream(request).__aiter__()
+    except Exception:
         result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
         return result
+    while True:
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            break
+        except Exception:  # a provider that raises instead of yielding an error chunk
+            result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
+            return result
+        if isinstance(chunk, TextDelta):
+            result.text += chunk.text
+            await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
+        elif isinstance(chunk, ReasoningDelta):
+            await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
+        elif isinstance(chunk, ReasoningStart | ReasoningEnd):
+            continue
+        elif isinstance(chunk, ToolCallStart):
+            calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
+            result.calls.append(calls[chunk.id])
+        elif isinstance(chunk, ToolCallDelta):
+            if chunk.id in calls:
+                calls[chunk.id].args_json += chunk.args_json_delta
+        elif isinstance(chunk, ToolCallEnd):
+            if chunk.id in calls:
+                _parse_args(calls[chunk.id])
+        elif isinstance(chunk, StopChunk):
+            progress.usage = progress.usage + chunk.usage
+            if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
+                progress.resolved = True  # the final reply is in: a later abort is a no-op
+            await setup.stamper.emit(
+                CostUpdated,
+                node_id=setup.node_id,
+                model=model,
+                input_tokens=chunk.usage.input_tokens,
+                output_tokens=chunk.usage.output_tokens,
+                cost_microcents=0,
+                cumulative_cost_microcents=0,
+                attempt_number=attempt_number,
+                priced=False,
+            )
+            result.stop_reason = chunk.stop_reason
+            return result
+        elif isinstance(chunk, StreamErrorChunk):
+            result.error = chunk.error
+            return result
     result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
     return result
 

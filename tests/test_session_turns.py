@@ -162,3 +162,54 @@ def test_system_prompt_and_advertised_tools_reach_the_request() -> None:
     request = h.provider.requests[0].request
     assert request["system"] == "You help."
     assert [t["name"] for t in request["tools"]] == ["echo", "write_file"]
+
+
+def test_a_failing_sink_is_an_observer_failure_not_a_provider_error() -> None:
+    from enginekit import AGENT
+    from relavium_reference import AgentSession, ScriptedProvider, SessionContext, SessionDeps
+
+    class SinkBroke(Exception):
+        pass
+
+    seen: list[str] = []
+
+    def sink(event):  # type: ignore[no-untyped-def]
+        seen.append(event.type)
+        if event.type == "agent:token":
+            raise SinkBroke("observer")
+
+    provider = ScriptedProvider({"calls": [text_call("hello")]})
+    session = AgentSession(
+        agent=AGENT,
+        context=SessionContext(working_dir="."),
+        deps=SessionDeps(resolve_provider=lambda _p, _m: provider, emit=sink),
+    )
+
+    async def scenario() -> None:
+        await session.start()
+        await session.send_message("q")
+
+    import pytest
+
+    with pytest.raises(SinkBroke):  # the raw observer failure reaches the caller
+        run(scenario())
+    assert seen[-1] == "session:turn_completed"  # after the fixed terminal
+    assert session.turns_used == 1  # the engaged turn is counted
+
+
+def test_a_provider_that_raises_is_classified_not_raised() -> None:
+    class Raising:
+        def stream(self, request):  # type: ignore[no-untyped-def]
+            async def chunks():  # type: ignore[no-untyped-def]
+                yield TextDelta(text="x")
+                raise RuntimeError("socket closed")
+
+            return chunks()
+
+    from relavium_reference._llm import TextDelta
+
+    h = make_session(Raising())
+    [result] = run(_start_and_send(h, "q"))
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code is ErrorCode.INTERNAL
