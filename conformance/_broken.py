@@ -38,6 +38,7 @@ from relavium_reference._workflow_yaml import _yaml, dump_yaml
 
 from ._broken_base import BrokenImplementation
 from ._broken_history import HISTORY_BREAKS
+from ._broken_store import STORE_BREAKS
 from ._reference_impl import REFERENCE_PURE, PureFunctions, export_workflow
 
 __all__ = ["BROKEN_IMPLEMENTATIONS", "BrokenImplementation", "broken_by_name"]
@@ -438,6 +439,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         pure=_pure(reconstruct_session_state=_reconstruct_ignores_markers),
     ),
     *HISTORY_BREAKS,
+    *STORE_BREAKS,
 )
 
 

@@ -3,7 +3,8 @@
 Kit -> implementation (operations): ``hello``, ``session.create``, ``session.start``, ``session.send``,
 ``session.abort``, ``session.cancel``, ``session.setTurnPolicy``, ``session.runUserCommand``, ``bye``,
 and the pure functions the vector suites check (``pure.reconstructSessionState``, ``pure.workflowId``,
-``pure.exportWorkflow``: no session, no callback, an answer computed from the params alone).
+``pure.exportWorkflow``, ``pure.storedRowColumns``, ``pure.readStoredRow``: no session, no callback, an
+answer computed from the params alone).
 Implementation -> kit (the world the session lives in): ``provider.open``, ``provider.next``,
 ``tool.call``, ``host.confirm``, ``host.emit``, ``host.sleep``.
 
@@ -19,16 +20,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, StrictInt, StrictStr, TypeAdapter
 
 from relavium_reference._commands import UserCommandOutcome
 from relavium_reference._llm import LlmRequest, StreamChunk
-from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._messages import AgentSessionRecord, SessionMessage, ToolCallPart
 from relavium_reference._records import CostEntry
 from relavium_reference._resume import SessionResumeState
 from relavium_reference._schemas import SCHEMA_DIALECT
 from relavium_reference._session import ExportResult, TurnResult
-from relavium_reference._shapes import AgentSnapshot, SessionContext, WireModel
+from relavium_reference._shapes import AgentSnapshot, SessionContext, StrictModel, WireModel
 
 from ._jsonrpc import PROTOCOL_VERSION, RpcError
 
@@ -47,6 +48,12 @@ __all__ = [
     "MethodShape",
     "OperationError",
     "PureSessionParams",
+    "ReadStoredRowParams",
+    "ReadStoredRowResult",
+    "StoredMessageRow",
+    "StoredRowColumns",
+    "StoredRowColumnsParams",
+    "StoredRowError",
     "WorkflowIdParams",
     "WorkflowIdResult",
     "error_from_rpc",
@@ -281,6 +288,80 @@ class ExportWorkflowResult(_Msg):
     yaml: str
 
 
+class StoredRowColumnsParams(_Msg):
+    """A message about to be stored, and the completed turn's stop reason when it is the terminal row.
+
+    Any string is carried, so that a case can ask about a reason the store must refuse: only ``stop``,
+    ``length`` and ``content_filter``, for an assistant row without a call part, are accepted.
+    """
+
+    message: SessionMessage
+    finish_reason: StrictStr | None = None
+
+
+class StoredRowColumns(_Msg):
+    """The denormalised columns of a ``session_messages`` row (KD-DB-3), every key present.
+
+    ``toolCalls`` is the column's JSON text as its parsed value, so implementations need not agree on
+    whitespace or key order.
+    """
+
+    content: str | None
+    tool_calls: tuple[ToolCallPart, ...] | None
+    tool_call_id: str | None
+    name: str | None
+    finish_reason: Literal["stop", "length", "content_filter", "tool_use"] | None
+
+
+class StoredMessageRow(StrictModel):
+    """One ``session_messages`` row as stored: the companion columns, snake_case, JSON columns as text."""
+
+    id: StrictStr
+    session_id: StrictStr
+    sequence_number: StrictInt
+    role: StrictStr
+    content: StrictStr | None
+    content_parts: StrictStr | None
+    tool_calls: StrictStr | None
+    tool_call_id: StrictStr | None
+    name: StrictStr | None
+    finish_reason: StrictStr | None
+    model_id: StrictStr | None
+    compaction_dropped_through_sequence: StrictInt | None
+    created_at: StrictInt
+
+
+class ReadStoredRowParams(_Msg):
+    row: StoredMessageRow
+
+
+StoredRowError = Literal[
+    "malformed_json",
+    "invalid_message",
+    "text_mismatch",
+    "tool_calls_mismatch",
+    "tool_call_id_mismatch",
+    "name_mismatch",
+    "finish_reason_invalid",
+]
+"""The fixed store errors (KD-DB-4) a single message row can earn on read."""
+
+
+class ReadStoredMessage(_Msg):
+    """The row is sound: the message it holds."""
+
+    message: SessionMessage
+
+
+class ReadStoredRowRefusal(_Msg):
+    """The store must refuse the row, with this fixed code."""
+
+    error: StoredRowError
+
+
+ReadStoredRowResult = ReadStoredMessage | ReadStoredRowRefusal
+
+
 class MethodShape(BaseModel):
     params: Any
     result: Any
@@ -301,6 +382,8 @@ OPERATIONS: dict[str, MethodShape] = {
     "pure.reconstructSessionState": MethodShape(params=PureSessionParams, result=SessionResumeState),
     "pure.workflowId": MethodShape(params=WorkflowIdParams, result=WorkflowIdResult),
     "pure.exportWorkflow": MethodShape(params=PureSessionParams, result=ExportWorkflowResult),
+    "pure.storedRowColumns": MethodShape(params=StoredRowColumnsParams, result=StoredRowColumns),
+    "pure.readStoredRow": MethodShape(params=ReadStoredRowParams, result=ReadStoredRowResult),
     "bye": MethodShape(params=Empty, result=None, notification=True),
 }
 

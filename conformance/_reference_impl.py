@@ -11,7 +11,8 @@ default); a deliberately broken implementation swaps one entry (see ``_broken.py
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Callable, Sequence
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from relavium_reference._messages import AgentSessionRecord, SessionMessage
 from relavium_reference._records import CompletedTurn, CostEntry
 from relavium_reference._resume import SessionResumeState, reconstruct_session_state
 from relavium_reference._shapes import parse_strict
+from relavium_reference._store import StoreError, derive_columns, message_from_row
 from relavium_reference._workflow import document_to_data
 from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
 
@@ -54,10 +56,12 @@ from ._protocol import (
     ImplementationInfo,
     PolicySpec,
     PureSessionParams,
+    ReadStoredRowParams,
     ResumeParams,
     RunUserCommandParams,
     SendParams,
     SetTurnPolicyParams,
+    StoredRowColumnsParams,
     ToolSpec,
     WorkflowIdParams,
 )
@@ -70,6 +74,8 @@ __all__ = [
     "ReferenceImplementation",
     "SessionFactory",
     "export_workflow",
+    "read_stored_row",
+    "stored_row_columns",
 ]
 
 REFERENCE_NAME = "relavium-reference"
@@ -88,22 +94,58 @@ def export_workflow(
     return document_to_data(document), serialize_workflow(document)
 
 
+_TERMINAL_REASONS = frozenset({"stop", "length", "content_filter"})
+
+
+def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> dict[str, Any]:
+    """The engine's store, write side: the denormalised columns of ``message`` (KD-DB-3), wire form.
+
+    ``finish_reason`` is the completed turn's stop reason, given for its terminal row only (absent:
+    ``stop``); giving one for any other row is refused.
+    """
+    if finish_reason is not None and finish_reason not in _TERMINAL_REASONS:
+        raise InvalidInputError("not a terminal stop reason", location="finishReason")
+    if finish_reason is not None and (message.role != "assistant" or message.tool_calls):
+        raise InvalidInputError(
+            "a finish reason is given only for an assistant row without tool calls", location="finishReason"
+        )
+    columns = derive_columns(message, finish_reason)
+    calls = columns["tool_calls"]
+    return {
+        "content": columns["content"],
+        "toolCalls": None if calls is None else json.loads(calls),
+        "toolCallId": columns["tool_call_id"],
+        "name": columns["name"],
+        "finishReason": columns["finish_reason"],
+    }
+
+
+def read_stored_row(row: Mapping[str, Any]) -> SessionMessage:
+    """The engine's store, read side: the message a row holds, or :class:`StoreError` with its code."""
+    return message_from_row(dict(row))
+
+
 @dataclass(frozen=True)
 class PureFunctions:
     """What answers each ``pure.*`` operation (parsed params in, the answer before its wire form out).
 
-    Each may raise :class:`InvalidInputError` to refuse its input (``invalid_input`` on the wire).
+    Each may raise :class:`InvalidInputError` to refuse its input (``invalid_input`` on the wire);
+    ``read_stored_row`` raises :class:`StoreError` for a row the store must refuse (``{error: code}``).
     """
 
     reconstruct_session_state: Callable[[AgentSessionRecord, Sequence[SessionMessage]], SessionResumeState]
     workflow_id: Callable[[str | None, str], str]
     export_workflow: Callable[[AgentSessionRecord, Sequence[SessionMessage]], tuple[dict[str, Any], str]]
+    stored_row_columns: Callable[[SessionMessage, str | None], dict[str, Any]] = stored_row_columns
+    read_stored_row: Callable[[Mapping[str, Any]], SessionMessage] = read_stored_row
 
 
 REFERENCE_PURE = PureFunctions(
     reconstruct_session_state=reconstruct_session_state,
     workflow_id=workflow_id,
     export_workflow=export_workflow,
+    stored_row_columns=stored_row_columns,
+    read_stored_row=read_stored_row,
 )
 
 
@@ -249,6 +291,15 @@ class ReferenceImplementation:
             session = parse_strict(PureSessionParams, params)
             document, text = self._pure.export_workflow(session.record, session.messages)
             return {"document": document, "yaml": text}
+        if method == "pure.storedRowColumns":
+            to_store = parse_strict(StoredRowColumnsParams, params)
+            return self._pure.stored_row_columns(to_store.message, to_store.finish_reason)
+        if method == "pure.readStoredRow":
+            row = parse_strict(ReadStoredRowParams, params).row
+            try:
+                return {"message": self._pure.read_stored_row(row.model_dump()).to_wire()}
+            except StoreError as refusal:
+                return {"error": refusal.code}
         raise RpcError(-32601, f"method not found: {method}")
 
     def _session(self, params: dict[str, Any]) -> AgentSession:

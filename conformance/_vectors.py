@@ -4,13 +4,15 @@ Every file under ``fixtures/vectors/<suite>/`` is one case, id ``vectors/<suite>
 beside the golden transcripts through the same adapter.  A suite names the operation it calls and the
 capability it needs (a case whose capability is not declared is ``unsupported``):
 
-=============  ================================  ==========  ==========================================
-suite          operation                         capability  file
-=============  ================================  ==========  ==========================================
-reconstruct    ``pure.reconstructSessionState``  resume      one vector, with its own title and clauses
-workflow-id    ``pure.workflowId``               export      a list of vectors
-export         ``pure.exportWorkflow``           export      a list of vectors
-=============  ================================  ==========  ==========================================
+==============  ================================  ===========  =========================================
+suite           operation                         capability   file
+==============  ================================  ===========  =========================================
+reconstruct     ``pure.reconstructSessionState``  resume       one vector, with its own title and clauses
+workflow-id     ``pure.workflowId``               export       a list of vectors
+export          ``pure.exportWorkflow``           export       a list of vectors
+stored-columns  ``pure.storedRowColumns``         persistence  a list of vectors
+stored-rows     ``pure.readStoredRow``            persistence  a list of vectors
+==============  ================================  ===========  =========================================
 
 The list files stay plain lists (their engine tests read them so); their titles and clauses come from
 ``fixtures/vectors/suites.yaml``, one entry per file.  Loading is strict: an unknown key, a vector whose
@@ -25,7 +27,10 @@ name.  What is checked beyond the expected value:
 * export: the same input gives the same answer twice (determinism); the YAML text is read back by the
   kit's strict workflow reader into the expected document, and writing that document again gives the
   very same text (sorted keys, the kit's serialisation); a vector with ``expected_parse_error`` checks
-  instead that the reader refuses the text.
+  instead that the reader refuses the text;
+* stored-columns: the row the answer describes (the message's body as ``content_parts``, its columns,
+  the JSON values written as JSON text) is read back by ``pure.readStoredRow`` into the same message;
+* stored-rows: the answer is exactly ``{message}`` or ``{error: <code>}`` (KD-DB-4).
 """
 
 from __future__ import annotations
@@ -38,13 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from ruamel.yaml import YAML
 
 from relavium_reference import InvalidInputError
 from relavium_reference._messages import parse_agent_session_record, parse_session_message
 from relavium_reference._resume import SessionResumeState, resume_state_problem
 from relavium_reference._shapes import StrictModel, parse_strict
+from relavium_reference._store import epoch_ms, iso_from_ms
 from relavium_reference._workflow import document_to_data
 from relavium_reference._workflow_yaml import load_yaml
 from relavium_reference.export import parse_workflow, serialize_workflow
@@ -53,7 +59,15 @@ from ._catalogue import CLAUSE_ID_PATTERN
 from ._data import fixtures_dir
 from ._errors import AdapterError, KitUsageError
 from ._matching import match
-from ._protocol import ExportWorkflowResult, HelloResult, OperationError
+from ._protocol import (
+    ExportWorkflowResult,
+    HelloResult,
+    OperationError,
+    ReadStoredRowResult,
+    StoredMessageRow,
+    StoredRowColumns,
+    StoredRowError,
+)
 from ._results import CaseResult, CaseStatus, Difference, one_line
 
 if TYPE_CHECKING:
@@ -63,6 +77,8 @@ __all__ = [
     "SUITES",
     "ExportVector",
     "ReconstructVector",
+    "StoredColumnsVector",
+    "StoredRowVector",
     "VectorCase",
     "VectorSuite",
     "WorkflowIdVector",
@@ -152,7 +168,61 @@ class ExportVector(StrictModel):
         return self
 
 
-Vector = ReconstructVector | WorkflowIdVector | ExportVector
+class StoredColumnsVector(StrictModel):
+    """One storedRowColumns vector: a message (and maybe a stop reason) to the columns it is stored with.
+
+    ``finish_reason`` is sent as given (a vector may send a refused one); ``expected`` is the answer's
+    wire form, every key present.  The message's timestamp is in the store's canonical millisecond form,
+    so the row read back holds the very same message.
+    """
+
+    name: Annotated[str, Field(pattern=_STEM)]
+    why: str | None = None
+    message: dict[str, Any]
+    finish_reason: str | None = None
+    expected: dict[str, Any] | None = None
+    expected_error: _Error | None = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> StoredColumnsVector:
+        if (self.expected is None) == (self.expected_error is None):
+            raise ValueError("a vector has exactly one of expected and expected_error")
+        message = parse_session_message(self.message)
+        if iso_from_ms(epoch_ms(message.timestamp)) != message.timestamp:
+            raise ValueError("the message timestamp must be in the form YYYY-MM-DDTHH:MM:SS.mmmZ")
+        if self.expected is not None:
+            parse_strict(StoredRowColumns, self.expected)
+            if set(self.expected) != set(StoredRowColumns.model_json_schema(by_alias=True)["properties"]):
+                raise ValueError("expected names every column")
+        return self
+
+
+class StoredRowVector(StrictModel):
+    """One readStoredRow vector: a stored row to the message it holds, or the store's fixed error."""
+
+    name: Annotated[str, Field(pattern=_STEM)]
+    why: str | None = None
+    row: dict[str, Any]
+    expected_message: dict[str, Any] | None = None
+    expected_error: StoredRowError | None = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> StoredRowVector:
+        if (self.expected_message is None) == (self.expected_error is None):
+            raise ValueError("a vector has exactly one of expected_message and expected_error")
+        parse_strict(StoredMessageRow, self.row)
+        if self.expected_message is not None:
+            parse_session_message(self.expected_message)
+        return self
+
+    @property
+    def expected(self) -> dict[str, Any]:
+        if self.expected_message is not None:
+            return {"message": self.expected_message}
+        return {"error": self.expected_error}
+
+
+Vector = ReconstructVector | WorkflowIdVector | ExportVector | StoredColumnsVector | StoredRowVector
 
 
 class _FileEntry(StrictModel):
@@ -174,7 +244,16 @@ SUITES: dict[str, VectorSuite] = {
         VectorSuite("reconstruct", "pure.reconstructSessionState", "resume", True),
         VectorSuite("workflow-id", "pure.workflowId", "export", False),
         VectorSuite("export", "pure.exportWorkflow", "export", False),
+        VectorSuite("stored-columns", "pure.storedRowColumns", "persistence", False),
+        VectorSuite("stored-rows", "pure.readStoredRow", "persistence", False),
     )
+}
+
+_LIST_MODELS: dict[str, type[StrictModel]] = {
+    "workflow-id": WorkflowIdVector,
+    "export": ExportVector,
+    "stored-columns": StoredColumnsVector,
+    "stored-rows": StoredRowVector,
 }
 
 
@@ -251,7 +330,7 @@ def _load_file(path: Path, suite: VectorSuite, entry: _FileEntry | None) -> Vect
         raise KitUsageError(f"{path}: no entry in suites.yaml gives its title and clauses")
     if not isinstance(data, list) or not data:
         raise KitUsageError(f"{path}: a {suite.name} vector file is a non-empty list of vectors")
-    model = WorkflowIdVector if suite.name == "workflow-id" else ExportVector
+    model = _LIST_MODELS[suite.name]
     vectors = tuple(_parse(model, item, f"{path}[{index}]") for index, item in enumerate(data))
     names = [v.name for v in vectors]
     if len(set(names)) != len(names):
@@ -457,11 +536,85 @@ async def _check_export(call: Call, vector: ExportVector) -> list[Difference]:
     return out
 
 
+_READ_RESULT: TypeAdapter[Any] = TypeAdapter(ReadStoredRowResult)
+
+
+def _read_answer_problem(answer: Any) -> str | None:
+    try:
+        _READ_RESULT.validate_python(answer)
+    except ValidationError as exc:
+        return f"not a readStoredRow answer {{message}} or {{error}} ({exc.error_count()} problems)"
+    return None
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _row_from_columns(message: dict[str, Any], columns: dict[str, Any]) -> dict[str, Any]:
+    """The ``session_messages`` row that stores ``message`` with ``columns`` (JSON values as JSON text)."""
+    compaction = message.get("compaction")
+    boundary = None if compaction is None else compaction["droppedThroughSequence"]
+    return {
+        "id": message["id"],
+        "session_id": message["sessionId"],
+        "sequence_number": message["sequenceNumber"],
+        "role": message["role"],
+        "content": columns["content"],
+        "content_parts": _json_text(message["content"]),
+        "tool_calls": None if columns["toolCalls"] is None else _json_text(columns["toolCalls"]),
+        "tool_call_id": columns["toolCallId"],
+        "name": columns["name"],
+        "finish_reason": columns["finishReason"],
+        "model_id": message.get("modelId"),
+        "compaction_dropped_through_sequence": boundary,
+        "created_at": epoch_ms(message["timestamp"]),
+    }
+
+
+async def _check_stored_columns(call: Call, vector: StoredColumnsVector) -> list[Difference]:
+    params: dict[str, Any] = {"message": vector.message}
+    if vector.finish_reason is not None:
+        params["finishReason"] = vector.finish_reason
+    answer, error = await _answer(call, SUITES["stored-columns"].operation, params)
+    if vector.expected_error is not None:
+        return _refusal_differences(error, vector.name)
+    if error is not None:
+        return _unexpected_refusal(error, vector.name)
+    try:
+        parse_strict(StoredRowColumns, answer)
+    except InvalidInputError as exc:
+        return [Difference(path=vector.name, message=f"not a columns answer: {exc}", actual=_short(answer))]
+    out = exact_differences(vector.expected, answer, f"{vector.name}.columns")
+    if out:
+        return out
+    path = f"{vector.name}(read back)"
+    row = _row_from_columns(vector.message, answer)
+    again, error = await _answer(call, SUITES["stored-rows"].operation, {"row": row})
+    if error is not None:
+        return _unexpected_refusal(error, path)
+    return exact_differences({"message": vector.message}, again, path)
+
+
+async def _check_stored_row(call: Call, vector: StoredRowVector) -> list[Difference]:
+    answer, error = await _answer(call, SUITES["stored-rows"].operation, {"row": vector.row})
+    if error is not None:
+        return _unexpected_refusal(error, vector.name)
+    problem = _read_answer_problem(answer)
+    if problem is not None:
+        return [Difference(path=vector.name, message=problem, actual=_short(answer))]
+    return exact_differences(vector.expected, answer, vector.name)
+
+
 async def _check(call: Call, vector: Vector) -> list[Difference]:
     if isinstance(vector, ReconstructVector):
         return await _check_reconstruct(call, vector)
     if isinstance(vector, WorkflowIdVector):
         return await _check_workflow_id(call, vector)
+    if isinstance(vector, StoredColumnsVector):
+        return await _check_stored_columns(call, vector)
+    if isinstance(vector, StoredRowVector):
+        return await _check_stored_row(call, vector)
     return await _check_export(call, vector)
 
 

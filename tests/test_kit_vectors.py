@@ -24,6 +24,8 @@ from relavium_conformance._vectors import (
     SUITES,
     ExportVector,
     ReconstructVector,
+    StoredColumnsVector,
+    StoredRowVector,
     VectorCase,
     WorkflowIdVector,
     load_vector_cases,
@@ -70,7 +72,13 @@ def test_vector_cases_are_part_of_the_corpus_and_selectable() -> None:
 
 def test_vector_cases_need_the_capability_of_their_suite() -> None:
     capabilities = {c.suite: c.capabilities for c in _vector_cases()}
-    assert capabilities == {"reconstruct": ("resume",), "workflow-id": ("export",), "export": ("export",)}
+    assert capabilities == {
+        "reconstruct": ("resume",),
+        "workflow-id": ("export",),
+        "export": ("export",),
+        "stored-columns": ("persistence",),
+        "stored-rows": ("persistence",),
+    }
 
 
 def test_list_command_shows_the_vector_cases() -> None:
@@ -132,8 +140,10 @@ def test_vector_cases_are_unsupported_without_their_capability() -> None:
 def _tampered(suite: str) -> tuple[VectorCase, str]:
     case = next(c for c in _vector_cases() if c.suite == suite)
     first = case.vectors[0]
-    changed: ReconstructVector | WorkflowIdVector | ExportVector
-    if isinstance(first, ReconstructVector):
+    changed: ReconstructVector | WorkflowIdVector | ExportVector | StoredColumnsVector | StoredRowVector
+    if isinstance(first, StoredColumnsVector | StoredRowVector):
+        changed = _tampered_store_vector(first)
+    elif isinstance(first, ReconstructVector):
         changed = first.model_copy(update={"expected": {**first.expected, "turnCount": 99}})
     elif isinstance(first, WorkflowIdVector):
         changed = first.model_copy(update={"expected": "not-the-id", "expected_error": None})
@@ -144,6 +154,17 @@ def _tampered(suite: str) -> tuple[VectorCase, str]:
         changed = first.model_copy(update={"expected_document": document})
     vectors = (changed, *case.vectors[1:])
     return VectorCase(case.id, case.title, case.clauses, case.suite, case.source, vectors), first.name
+
+
+def _tampered_store_vector(
+    vector: StoredColumnsVector | StoredRowVector,
+) -> StoredColumnsVector | StoredRowVector:
+    if isinstance(vector, StoredColumnsVector):
+        assert vector.expected is not None
+        return vector.model_copy(update={"expected": {**vector.expected, "content": "not the text"}})
+    if vector.expected_message is not None:
+        return vector.model_copy(update={"expected_message": None, "expected_error": "text_mismatch"})
+    return vector.model_copy(update={"expected_error": "name_mismatch"})
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
@@ -247,7 +268,7 @@ class _Garbage:
             {
                 "protocolVersion": "1.0",
                 "implementation": {"name": "garbage", "version": "0", "language": "none"},
-                "capabilities": ["resume", "export"],
+                "capabilities": ["resume", "export", "persistence"],
             }
         )
 

@@ -1,0 +1,84 @@
+"""Broken implementations of the store's row validation (the denormalised columns, KD-DB-3).
+
+Each is the reference engine with one check of the read side (``pure.readStoredRow``) taken away: the
+row's body is still parsed strictly, so malformed JSON and unknown fields are still refused, but the
+columns it no longer checks may say anything.  The ``stored-rows`` vector suite must catch each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from relavium_reference import InvalidInputError
+from relavium_reference._messages import SessionMessage, parse_session_message
+from relavium_reference._store import StoreError, derive_columns, iso_from_ms, message_from_row, strict_json
+
+from ._broken_base import BrokenImplementation
+from ._reference_impl import REFERENCE_PURE
+
+__all__ = ["STORE_BREAKS"]
+
+_TERMINAL = frozenset({"stop", "length", "content_filter"})
+
+
+def _body_only(row: Mapping[str, Any]) -> SessionMessage:
+    """The message a row's canonical columns hold, with no look at its denormalised columns."""
+    raw = row["content_parts"]
+    wire: dict[str, Any] = {
+        "id": row["id"],
+        "sessionId": row["session_id"],
+        "sequenceNumber": row["sequence_number"],
+        "role": row["role"],
+        "content": [] if raw is None else strict_json(raw),
+        "timestamp": iso_from_ms(row["created_at"]),
+    }
+    if row["model_id"] is not None:
+        wire["modelId"] = row["model_id"]
+    if row["compaction_dropped_through_sequence"] is not None:
+        wire["compaction"] = {"droppedThroughSequence": row["compaction_dropped_through_sequence"]}
+    try:
+        return parse_session_message(wire)
+    except InvalidInputError:
+        raise StoreError("invalid_message") from None
+
+
+def _skips_column_checks(row: Mapping[str, Any]) -> SessionMessage:
+    return _body_only(row)
+
+
+def _trusts_text_column(row: Mapping[str, Any]) -> SessionMessage:
+    """Every column is checked except ``content``, which is taken as the body's own projection."""
+    message = _body_only(row)
+    return message_from_row({**row, "content": derive_columns(message)["content"]})
+
+
+def _allows_finish_reason_anywhere(row: Mapping[str, Any]) -> SessionMessage:
+    """Any finish reason on any row is accepted; the other columns are still checked."""
+    message = _body_only(row)
+    stored = row["finish_reason"]
+    wanted = derive_columns(message, stored if stored in _TERMINAL else None)["finish_reason"]
+    return message_from_row({**row, "finish_reason": wanted})
+
+
+STORE_BREAKS: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "store-skips-column-checks",
+        "the store reads a row without comparing its denormalised columns with the canonical body",
+        ("AS-VAL-005",),
+        pure=replace(REFERENCE_PURE, read_stored_row=_skips_column_checks),
+    ),
+    BrokenImplementation(
+        "store-trusts-text-column",
+        "the store reads a row without comparing its text projection column with the canonical text",
+        ("AS-VAL-006",),
+        pure=replace(REFERENCE_PURE, read_stored_row=_trusts_text_column),
+    ),
+    BrokenImplementation(
+        "store-allows-finish-reason-anywhere",
+        "the store accepts any finish reason, or none, on a row of any role",
+        ("AS-VAL-009",),
+        pure=replace(REFERENCE_PURE, read_stored_row=_allows_finish_reason_anywhere),
+    ),
+)
