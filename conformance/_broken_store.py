@@ -1,8 +1,10 @@
-"""Broken implementations of the store's row validation (the denormalised columns, KD-DB-3).
+"""Broken implementations of the durable rows: the store's row validation, and append-only history.
 
-Each is the reference engine with one check of the read side (``pure.readStoredRow``) taken away: the
-row's body is still parsed strictly, so malformed JSON and unknown fields are still refused, but the
-columns it no longer checks may say anything.  The ``stored-rows`` vector suite must catch each.
+Three are the reference engine with one check of the read side (``pure.readStoredRow``) taken away:
+the row's body is still parsed strictly, so malformed JSON and unknown fields are still refused, but
+the columns it no longer checks may say anything.  The ``stored-rows`` vector suite must catch each.
+The fourth writes a resumed session's persisted exchanges again, which the transcript
+``persistence/rows-are-append-only`` must catch.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from relavium_reference import InvalidInputError
-from relavium_reference._messages import SessionMessage, parse_session_message
+from relavium_reference import AgentSession, InvalidInputError
+from relavium_reference._messages import SessionMessage, TextPart, parse_session_message
+from relavium_reference._records import CompletedTurn, MessageDraft
 from relavium_reference._store import StoreError, derive_columns, iso_from_ms, message_from_row, strict_json
+from relavium_reference._turn import TurnEnd, TurnProgress
 
 from ._broken_base import BrokenImplementation
 from ._reference_impl import REFERENCE_PURE
@@ -62,6 +66,33 @@ def _allows_finish_reason_anywhere(row: Mapping[str, Any]) -> SessionMessage:
     return message_from_row({**row, "finish_reason": wanted})
 
 
+class _ResumeRewritesHistory(AgentSession):
+    """A resumed instance's first commit is preceded by commits of every exchange it restored."""
+
+    _replay: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def resume(cls, **kwargs: Any) -> AgentSession:
+        session = super().resume(**kwargs)
+        if isinstance(session, _ResumeRewritesHistory):
+            session._replay = tuple(
+                (e.user, e.assistant) for e in session._exchanges if e.assistant is not None
+            )
+        return session
+
+    async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
+        persister = self._deps.persister
+        replay, self._replay = self._replay, ()
+        if persister is not None:
+            for user, reply in replay:
+                turn = CompletedTurn(
+                    user=MessageDraft(role="user", content=(TextPart(text=user),)),
+                    terminal=MessageDraft(role="assistant", content=(TextPart(text=reply),)),
+                )
+                await persister.commit_turn(self.session_id, turn)
+        return await super()._commit(text, end, progress)
+
+
 STORE_BREAKS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "store-skips-column-checks",
@@ -80,5 +111,11 @@ STORE_BREAKS: tuple[BrokenImplementation, ...] = (
         "the store accepts any finish reason, or none, on a row of any role",
         ("AS-VAL-009",),
         pure=replace(REFERENCE_PURE, read_stored_row=_allows_finish_reason_anywhere),
+    ),
+    BrokenImplementation(
+        "resume-rewrites-history",
+        "after a resume, the exchanges already persisted are written again before the next turn's rows",
+        ("AS-MSG-002",),
+        _ResumeRewritesHistory,
     ),
 )
