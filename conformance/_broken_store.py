@@ -3,7 +3,8 @@
 Three are the reference engine with one check of the read side (``pure.readStoredRow``) taken away:
 the row's body is still parsed strictly, so malformed JSON and unknown fields are still refused, but
 the columns it no longer checks may say anything.  The ``stored-rows`` vector suite must catch each.
-The fourth writes a resumed session's persisted exchanges again, which the transcript
+One damages the write side (``pure.storedRowColumns``), which the ``stored-columns`` suite must catch.
+The last writes a resumed session's persisted exchanges again, which the transcript
 ``persistence/rows-are-append-only`` must catch.
 """
 
@@ -66,6 +67,12 @@ def _allows_finish_reason_anywhere(row: Mapping[str, Any]) -> SessionMessage:
     return message_from_row({**row, "finish_reason": wanted})
 
 
+def _writes_empty_tool_calls(message: SessionMessage, finish_reason: str | None) -> dict[str, Any]:
+    """A row without call parts gets an empty array in ``tool_calls`` instead of NULL."""
+    columns = REFERENCE_PURE.stored_row_columns(message, finish_reason)
+    return {**columns, "toolCalls": columns["toolCalls"] or []}
+
+
 class _ResumeRewritesHistory(AgentSession):
     """A resumed instance's first commit is preceded by commits of every exchange it restored."""
 
@@ -111,6 +118,12 @@ STORE_BREAKS: tuple[BrokenImplementation, ...] = (
         "the store accepts any finish reason, or none, on a row of any role",
         ("AS-VAL-009",),
         pure=replace(REFERENCE_PURE, read_stored_row=_allows_finish_reason_anywhere),
+    ),
+    BrokenImplementation(
+        "store-writes-empty-tool-calls",
+        "the store writes an empty tool_calls array, not NULL, for a row without call parts",
+        ("AS-VAL-007",),
+        pure=replace(REFERENCE_PURE, stored_row_columns=_writes_empty_tool_calls),
     ),
     BrokenImplementation(
         "resume-rewrites-history",

@@ -257,7 +257,7 @@ def _expected_to_differ(name: str) -> set[str]:
     return ignored | {"tool-calls-column-is-not-json", "tool-calls-column-with-a-duplicate-key"}
 
 
-_ROW_BREAKS = [b for b in STORE_BREAKS if b.name.startswith("store-")]
+_ROW_BREAKS = [b for b in STORE_BREAKS if b.pure.read_stored_row is not REFERENCE_PURE.read_stored_row]
 
 
 @pytest.mark.parametrize("broken", _ROW_BREAKS, ids=lambda b: b.name)
@@ -280,8 +280,24 @@ def test_the_store_breaks_are_in_the_registry() -> None:
         "store-skips-column-checks",
         "store-trusts-text-column",
         "store-allows-finish-reason-anywhere",
+        "store-writes-empty-tool-calls",
         "resume-rewrites-history",
     }
+
+
+def test_a_store_writing_an_empty_tool_calls_array_fails_every_row_without_calls() -> None:
+    [broken] = [b for b in STORE_BREAKS if b.name == "store-writes-empty-tool-calls"]
+    results = run_cases_sync(
+        InProcessAdapter(broken.name, broken.factory()), _cases("stored-columns")
+    ).run.cases
+    vectors = _column_vectors()
+    differing: set[str] = set()
+    for result in results:
+        differing |= _differing(result, {v.name for v in vectors})
+        assert all(d.path.endswith(".columns.toolCalls") for d in result.differences)
+    without_calls = {v.name for v in vectors if v.expected is not None and v.expected["toolCalls"] is None}
+    assert without_calls
+    assert differing == without_calls
 
 
 @pytest.mark.parametrize("broken", STORE_BREAKS, ids=lambda b: b.name)
