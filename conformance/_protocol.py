@@ -128,10 +128,14 @@ class ResumeParams(CreateParams):
     The implementation builds the resume state from ``record`` and ``messages`` with its own
     reconstruction, unless ``state`` is given: then it must resume from exactly that state, which lets
     a case check that an invalid state is refused (``invalid_resume_state``).
+
+    ``messages`` are durable rows as the host holds them; the protocol carries them as plain objects so
+    that a case can hand over a row the implementation must refuse (an unknown field, raw tool
+    arguments): checking them strictly is the implementation's job (``invalid_input``).
     """
 
     record: AgentSessionRecord
-    messages: tuple[SessionMessage, ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()
     state: SessionResumeState | None = None
 
 

@@ -34,7 +34,7 @@ from relavium_reference import (
     TurnPolicy,
 )
 from relavium_reference._commands import DEFAULT_OUTPUT_LIMIT
-from relavium_reference._messages import AgentSessionRecord, SessionMessage
+from relavium_reference._messages import AgentSessionRecord, SessionMessage, parse_session_message
 from relavium_reference._records import CompletedTurn, CostEntry
 from relavium_reference._resume import SessionResumeState, reconstruct_session_state
 from relavium_reference._shapes import parse_strict
@@ -320,7 +320,8 @@ class ReferenceImplementation:
         return {"sessionId": session.session_id}
 
     def _resume(self, params: ResumeParams) -> dict[str, Any]:
-        state = params.state or self._pure.reconstruct_session_state(params.record, params.messages)
+        messages = tuple(parse_session_message(row) for row in params.messages)
+        state = params.state or self._pure.reconstruct_session_state(params.record, messages)
         session = self._factory.resume(
             agent=params.agent,
             context=params.context,
