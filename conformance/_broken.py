@@ -125,6 +125,16 @@ class _PolicyAppliesMidTurn(AgentSession):
         return super()._turn_setup(text, live)
 
 
+class _SwallowsObserverFailure(AgentSession):
+    """Turns a failing host sink into an ordinary failed turn: the raw error never reaches the caller."""
+
+    async def send_message(self, text: str) -> TurnResult:
+        try:
+            return await super().send_message(text)
+        except Exception:
+            return TurnResult(status="failed", tokens_used=TokensUsed(input=0, output=0))
+
+
 class _GappySequence(AgentSession):
     async def send_message(self, text: str) -> TurnResult:
         result = await super().send_message(text)
@@ -437,6 +447,12 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         "droppedThroughSequence markers are ignored: no boundary, no preamble",
         ("AS-MSG-027",),
         pure=_pure(reconstruct_session_state=_reconstruct_ignores_markers),
+    ),
+    BrokenImplementation(
+        "swallows-observer-failure",
+        "a failing host sink ends the turn quietly; its raw error never reaches the caller",
+        ("AS-CAP-015",),
+        _SwallowsObserverFailure,
     ),
     *HISTORY_BREAKS,
     *STORE_BREAKS,
