@@ -111,6 +111,9 @@ class DepsSpec(_Msg):
     allowed_commands: tuple[str, ...] = ()
     allowed_command_globs: tuple[str, ...] = ()
     command_output_limit: int | None = None
+    unavailable_providers: tuple[str, ...] = ()
+    """Providers the host holds no credential for: resolving one is refused before any invocation
+    (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
 
 
 class CreateParams(_Msg):

@@ -24,6 +24,7 @@ from relavium_reference import (
     FunctionTool,
     InvalidInputError,
     LlmRequest,
+    ProviderId,
     SessionDeps,
     SessionEvent,
     SessionStateError,
@@ -344,8 +345,15 @@ class ReferenceImplementation:
             await callback("host.sleep", {"handle": handle, "seconds": seconds})
 
         deps = params.deps
+        unavailable = frozenset(deps.unavailable_providers)
+
+        def resolve(provider: ProviderId, model: str) -> _KitProvider:
+            if provider.value in unavailable:
+                raise LookupError("no credential for this provider")  # refused before any invocation
+            return _KitProvider(callback, handle, provider.value, model)
+
         return SessionDeps(
-            resolve_provider=lambda provider, model: _KitProvider(callback, handle, provider.value, model),
+            resolve_provider=resolve,
             emit=emit,
             sleep=sleep,
             tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
