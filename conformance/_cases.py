@@ -79,6 +79,7 @@ class OpStep(StrictModel):
     args: tuple[str, ...] = ()
     state: dict[str, Any] | None = None  # resume: hand this exact resume state to the implementation
     path: str | None = None  # export: the file name, in the case's working directory
+    agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
 

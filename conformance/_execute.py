@@ -372,6 +372,8 @@ class CaseWorld:
             params["args"] = _substitute(list(op.args), self.workdir)
         elif op.op == "resume":
             params = {**self.create_params, "record": self.record_for_resume(self.create_params)}
+            if op.agent is not None:  # a reseat: the same session on another model and its chain
+                params["agent"] = {**params["agent"], **op.agent}
             params["messages"] = [dict(row) for row in self.observed.rows]
             if op.state is not None:
                 params["state"] = op.state
