@@ -164,6 +164,10 @@ def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) ->
         for index, sid in enumerate(session_ids):
             if sid and value == sid:
                 return f"<session-id-{index + 1}>"
+            if sid and sid in value:  # inside a text (a workflow id, an exported YAML), as a whole token
+                value = re.sub(
+                    rf"(?<![A-Za-z0-9]){re.escape(sid)}(?![A-Za-z0-9])", f"<session-id-{index + 1}>", value
+                )
         if workdir and workdir in value:
             value = value.replace(workdir, "<workdir>")
         return _EMBEDDED_TIMESTAMP.sub("<timestamp>", value)  # also inside texts (an exported YAML)

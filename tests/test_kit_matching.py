@@ -78,3 +78,12 @@ def test_envelope_accepts_a_gap_free_sequence() -> None:
 )
 def test_envelope_refuses_gaps_foreign_ids_and_bad_timestamps(events: list[dict[str, object]]) -> None:
     assert check_envelope(events, "s")
+
+
+def test_normalise_hides_a_session_id_inside_texts_but_not_a_longer_one() -> None:
+    value = {"id": "exported-session-session-2", "other": "session-28", "yaml": "sessionId: session-2\n"}
+    assert normalise(value, session_ids=["session-2"], workdir=None) == {
+        "id": "exported-session-<session-id-1>",
+        "other": "session-28",
+        "yaml": "sessionId: <session-id-1>\n",
+    }
