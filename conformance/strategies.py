@@ -1,0 +1,21 @@
+"""Hypothesis strategies of generated conformance cases (needs Hypothesis: the kit's ``test`` extra).
+
+A Python port can run the kit's generated scenarios against its own adapter::
+
+    from hypothesis import given
+    from relavium_conformance import run_cases_sync
+    from relavium_conformance.strategies import case_to_yaml, generated_cases
+
+    @given(case=generated_cases())
+    def test_my_engine_meets_the_model(case):
+        [result] = run_cases_sync(my_adapter(), [case], snapshots=False).run.cases
+        assert result.status.value == "passed", case_to_yaml(case)
+
+A shrunk failure prints as a golden transcript, ready for ``fixtures/transcripts/``.
+"""
+
+from __future__ import annotations
+
+from ._generated import GENERATED_CLAUSES, build_case, case_to_yaml, generated_cases, scenario_actions
+
+__all__ = ["GENERATED_CLAUSES", "build_case", "case_to_yaml", "generated_cases", "scenario_actions"]
