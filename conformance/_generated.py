@@ -35,6 +35,8 @@ GENERATED_CLAUSES = (
     "AS-CAP-009",  # engaged turns use slots
     "AS-CAP-010",  # failed and aborted engaged turns use slots
     "AS-EVT-002",  # gap-free sequence numbers
+    "AS-MSG-011",  # a completed turn's durable rows
+    "AS-MSG-021",  # failed and aborted turns commit nothing
 )
 
 USAGE = {"inputTokens": 2, "outputTokens": 1}
@@ -51,6 +53,8 @@ class _Model:
     steps: list[dict[str, Any]] = field(default_factory=list)
     provider: list[list[dict[str, Any]]] = field(default_factory=list)
     session_events: list[str] = field(default_factory=list)
+    rows: list[str] = field(default_factory=list)  # roles of the durable rows, in order
+    commits: int = 0
 
     def refusal(self, *, before_start: str = "not_started") -> dict[str, Any] | None:
         if self.cancelled:
@@ -115,6 +119,11 @@ class _Model:
             expect = {"status": "completed", "text": "after"}
         self.steps.append({"op": "send", "text": "q", "expect": expect})
         self.session_events.append("session:turn_completed")
+        if kind != "error":  # a completed turn is one commit: user, its tool structure, the terminal
+            self.commits += 1
+            self.rows += (
+                ["user", "assistant", "tool", "assistant"] if kind == "tool" else ["user", "assistant"]
+            )
 
     def abort(self) -> None:
         self.steps.append({"op": "abort", "expect": {}})  # nothing is in flight: a no-op, never refused
@@ -166,13 +175,15 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             "id": f"generated/{name}",
             "title": "a generated sequence of operations checked against the kit's model of the rules",
             "clauses": list(GENERATED_CLAUSES),
-            "capabilities": ["core"],
+            "capabilities": ["core", "persistence"],
             "setup": {"deps": {"maxTurns": max_turns}},
             "provider": model.provider,
             "steps": steps,
             "expect": {
                 "session_events": model.session_events,
                 "provider_request_count": len(model.provider),  # scripted only for engaged sends
+                "rows": [{"role": role, "sequenceNumber": index} for index, role in enumerate(model.rows)],
+                "commits": [{"$any": True}] * model.commits,
             },
         }
     )

@@ -44,7 +44,6 @@ __all__ = [
     "Callback",
     "ExportWorkflowResult",
     "HelloResult",
-    "Implementation",
     "MethodShape",
     "OperationError",
     "PureSessionParams",
@@ -437,19 +436,6 @@ def error_from_rpc(error: RpcError) -> OperationError:
     if error.code == UNSUPPORTED_OPERATION:
         return OperationError("unsupported", None, error.message)
     return OperationError("rpc_error", str(error.code), error.message)
-
-
-class Implementation:
-    """What the kit needs of an implementation, whatever the transport (see ``_adapters.py``)."""
-
-    async def hello(self, callback: Callback) -> HelloResult:
-        raise NotImplementedError
-
-    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        raise NotImplementedError
 
 
 def _schema(shape: Any) -> dict[str, Any]:

@@ -43,6 +43,8 @@ def test_reference_meets_the_model_over_stdio(case: Case) -> None:
         ("no-hard-cap", [("start",), ("send", "text", "None"), ("send", "text", "None")], 1),
         ("turn-completed-after-cancel", [("start",), ("send", "text", "cancel")], 2),
         ("idle-abort-emits", [("start",), ("abort",), ("send", "text", "None")], 2),
+        ("persists-aborted-turn", [("start",), ("send", "text", "abort"), ("send", "empty", "None")], 3),
+        ("drops-empty-terminal", [("start",), ("send", "empty", "None")], 1),
     ],
 )
 def test_a_generated_case_catches_a_broken_implementation(
