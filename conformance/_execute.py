@@ -223,7 +223,7 @@ class CaseWorld:
     def record_for_resume(self, params: dict[str, Any]) -> dict[str, Any]:
         """The record the host hands to resume: the one the session persisted, else one from the setup."""
         base = self.observed.record or {
-            "id": HISTORY_SESSION_ID,
+            "id": self.observed.session_id or HISTORY_SESSION_ID,
             "agentSlug": params["agent"]["id"],
             "context": params["context"],
             "status": "idle",

@@ -37,6 +37,8 @@ GENERATED_CLAUSES = (
     "AS-EVT-002",  # gap-free sequence numbers
     "AS-MSG-011",  # a completed turn's durable rows
     "AS-MSG-021",  # failed and aborted turns commit nothing
+    "AS-LIFE-034",  # resume continues the persisted session
+    "AS-LIFE-024",  # a cancelled session stays resumable
 )
 
 USAGE = {"inputTokens": 2, "outputTokens": 1}
@@ -125,6 +127,12 @@ class _Model:
                 ["user", "assistant", "tool", "assistant"] if kind == "tool" else ["user", "assistant"]
             )
 
+    def resume(self) -> None:
+        """A new instance from the durable rows: idle, no session:started, the cap counts completed turns."""
+        self.steps.append({"op": "resume", "expect": {}})
+        self.started, self.cancelled = True, False
+        self.used = self.commits  # the reconstructed counter: completed turns only
+
     def abort(self) -> None:
         self.steps.append({"op": "abort", "expect": {}})  # nothing is in flight: a no-op, never refused
 
@@ -143,7 +151,7 @@ Action = tuple[str, ...]
 
 
 def scenario_actions() -> st.SearchStrategy[list[Action]]:
-    """Lists of actions: ("start",), ("send", kind, interrupt), ("abort",), ("cancel",)."""
+    """Lists of actions: ("start",), ("send", kind, interrupt), ("abort",), ("cancel",), ("resume",)."""
     send = st.tuples(st.just("send"), st.sampled_from(SEND_KINDS), st.sampled_from(INTERRUPTS))
     action = st.one_of(
         st.just(("start",)),
@@ -152,6 +160,7 @@ def scenario_actions() -> st.SearchStrategy[list[Action]]:
         send,
         st.just(("abort",)),
         st.just(("cancel",)),
+        st.just(("resume",)),
     )
     return st.lists(action, min_size=1, max_size=12)
 
@@ -167,6 +176,8 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             model.send(action[1], interrupt)
         elif action[0] == "abort":
             model.abort()
+        elif action[0] == "resume":
+            model.resume()
         elif action[0] == "cancel" and model.started:  # a cancel before start: not settled by the spec
             model.cancel()
     steps = model.steps or [{"op": "abort", "expect": {}}]
@@ -175,7 +186,7 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             "id": f"generated/{name}",
             "title": "a generated sequence of operations checked against the kit's model of the rules",
             "clauses": list(GENERATED_CLAUSES),
-            "capabilities": ["core", "persistence"],
+            "capabilities": ["core", "persistence", "resume"],
             "setup": {"deps": {"maxTurns": max_turns}},
             "provider": model.provider,
             "steps": steps,
