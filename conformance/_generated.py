@@ -39,6 +39,9 @@ GENERATED_CLAUSES = (
     "AS-MSG-021",  # failed and aborted turns commit nothing
     "AS-LIFE-034",  # resume continues the persisted session
     "AS-LIFE-024",  # a cancelled session stays resumable
+    "AS-LIFE-026",  # the allowlist comes before approval
+    "AS-LIFE-032",  # commands only when started and idle
+    "AS-LIFE-033",  # the session is idle after a command
 )
 
 USAGE = {"inputTokens": 2, "outputTokens": 1}
@@ -57,6 +60,8 @@ class _Model:
     session_events: list[str] = field(default_factory=list)
     rows: list[str] = field(default_factory=list)  # roles of the durable rows, in order
     commits: int = 0
+    approvals: int = 0
+    confirm: bool = True  # the setup's policy installs a confirm hook; a resumed instance starts without one
 
     def refusal(self, *, before_start: str = "not_started") -> dict[str, Any] | None:
         if self.cancelled:
@@ -127,11 +132,29 @@ class _Model:
                 ["user", "assistant", "tool", "assistant"] if kind == "tool" else ["user", "assistant"]
             )
 
+    def command(self, allowed: bool) -> None:
+        """A user command (``echo``, allowlisted, approved; or ``touch``, off the allowlist)."""
+        refused = self.refusal()
+        step: dict[str, Any] = {"op": "runUserCommand", "command": "echo" if allowed else "touch"}
+        step["args"] = ["hi"] if allowed else ["{{workdir}}/not-created"]
+        if refused is not None:
+            self.steps.append({**step, "expect_error": refused})
+            return
+        if allowed and self.confirm:
+            self.approvals += 1
+            expect = {"outcome": "ran", "exitCode": 0, "stdout": "hi\n"}
+        elif allowed:  # no approval hook on this instance: fail-closed (KD-TOOL-1)
+            expect = {"outcome": "denied", "allowlist": False}
+        else:
+            expect = {"outcome": "denied", "allowlist": True}
+        self.steps.append({**step, "expect": expect})
+
     def resume(self) -> None:
         """A new instance from the durable rows: idle, no session:started, the cap counts completed turns."""
         self.steps.append({"op": "resume", "expect": {}})
         self.started, self.cancelled = True, False
         self.used = self.commits  # the reconstructed counter: completed turns only
+        self.confirm = False  # the turn policy belongs to the instance: a resumed one has none
 
     def abort(self) -> None:
         self.steps.append({"op": "abort", "expect": {}})  # nothing is in flight: a no-op, never refused
@@ -151,7 +174,7 @@ Action = tuple[str, ...]
 
 
 def scenario_actions() -> st.SearchStrategy[list[Action]]:
-    """Lists of actions: ("start",), ("send", kind, interrupt), ("abort",), ("cancel",), ("resume",)."""
+    """Lists of actions: start, send (kind, interrupt), abort, cancel, resume, command (allowed/denied)."""
     send = st.tuples(st.just("send"), st.sampled_from(SEND_KINDS), st.sampled_from(INTERRUPTS))
     action = st.one_of(
         st.just(("start",)),
@@ -161,6 +184,7 @@ def scenario_actions() -> st.SearchStrategy[list[Action]]:
         st.just(("abort",)),
         st.just(("cancel",)),
         st.just(("resume",)),
+        st.tuples(st.just("command"), st.sampled_from(("allowed", "denied"))),
     )
     return st.lists(action, min_size=1, max_size=12)
 
@@ -178,6 +202,8 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             model.abort()
         elif action[0] == "resume":
             model.resume()
+        elif action[0] == "command":
+            model.command(action[1] == "allowed")
         elif action[0] == "cancel" and model.started:  # a cancel before start: not settled by the spec
             model.cancel()
     steps = model.steps or [{"op": "abort", "expect": {}}]
@@ -186,8 +212,12 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             "id": f"generated/{name}",
             "title": "a generated sequence of operations checked against the kit's model of the rules",
             "clauses": list(GENERATED_CLAUSES),
-            "capabilities": ["core", "persistence", "resume"],
-            "setup": {"deps": {"maxTurns": max_turns}},
+            "capabilities": ["core", "persistence", "resume", "user-commands"],
+            "setup": {
+                "deps": {"maxTurns": max_turns, "allowedCommands": ["echo"]},
+                "policy": {"confirm": True},
+            },
+            "approvals": [True] * model.approvals,
             "provider": model.provider,
             "steps": steps,
             "expect": {
