@@ -27,8 +27,10 @@ __all__ = [
     "Adapter",
     "InProcessAdapter",
     "InProcessImplementation",
+    "OperationError",
     "StdioAdapter",
     "kit_hello_params",
+    "reference_stdio_command",
     "resolve_adapter",
 ]
 
@@ -216,6 +218,3 @@ def resolve_adapter(
     if name.startswith("stdio:") and name[len("stdio:") :].strip():
         return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
     raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")
-
-
-__all__ += ["OperationError", "reference_stdio_command"]

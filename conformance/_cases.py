@@ -43,6 +43,7 @@ from ._vectors import VectorCase, load_vector_cases
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "KNOWN_CAPABILITIES",
     "AnyCase",
     "ApprovalStep",
     "Case",
@@ -59,7 +60,9 @@ __all__ = [
     "load_case",
     "load_cases",
     "load_transcripts",
+    "select_cases",
     "snapshot_path",
+    "transcript_schema",
     "transcripts_dir",
 ]
 
@@ -302,9 +305,6 @@ def select_cases(cases: tuple[AnyCase, ...], patterns: list[str]) -> tuple[AnyCa
     return tuple(c for c in cases if any(matches(c, p) for p in patterns))
 
 
-__all__ += ["KNOWN_CAPABILITIES", "select_cases"]
-
-
 def transcript_schema() -> dict[str, Any]:
     """The JSON Schema of a golden transcript file (``schemas/transcript.schema.json``)."""
     from pydantic import TypeAdapter
@@ -318,6 +318,3 @@ def transcript_schema() -> dict[str, Any]:
         "description": "A golden transcript: one conformance case (docs/transcripts.md).",
         **schema,
     }
-
-
-__all__ += ["transcript_schema"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._results import Difference
@@ -175,41 +175,42 @@ def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) ->
 
 
 def check_envelope(events: Sequence[Mapping[str, Any]], session_id: str | None) -> list[Difference]:
-    """Per-session sequence numbers from 0 with no gap; the session id; ISO 8601 timestamps."""
+    """Per-session sequence numbers from 0 with no gap; the session id; ISO 8601 timestamps.
+
+    Each rule reports its first offending event only.
+    """
+    rules: list[tuple[str, str, Callable[[int, Mapping[str, Any]], bool], Callable[[int], Any]]] = [
+        (
+            "sequenceNumber",
+            "sequence numbers must start at 0 and rise by one",
+            lambda index, event: event.get("sequenceNumber") == index,
+            lambda index: index,
+        ),
+        (
+            "sessionId",
+            "every event carries the session's id",
+            lambda _index, event: session_id is None or event.get("sessionId") == session_id,
+            lambda _index: session_id,
+        ),
+        (
+            "timestamp",
+            "timestamps are ISO 8601 with a zone",
+            lambda _index, event: (
+                isinstance(event.get("timestamp"), str) and bool(_TIMESTAMP.match(event["timestamp"]))
+            ),
+            lambda _index: "ISO 8601",
+        ),
+    ]
     out: list[Difference] = []
-    for index, event in enumerate(events):
-        where = f"events[{index}]"
-        if event.get("sequenceNumber") != index:
+    for key, message, holds, expected in rules:
+        index = next((i for i, event in enumerate(events) if not holds(i, event)), None)
+        if index is not None:
             out.append(
                 Difference(
-                    path=f"{where}.sequenceNumber",
-                    message="sequence numbers must start at 0 and rise by one",
-                    expected=index,
-                    actual=event.get("sequenceNumber"),
+                    path=f"events[{index}].{key}",
+                    message=message,
+                    expected=expected(index),
+                    actual=_short(events[index].get(key)),
                 )
             )
-            break
-    for index, event in enumerate(events):
-        if session_id is not None and event.get("sessionId") != session_id:
-            out.append(
-                Difference(
-                    path=f"events[{index}].sessionId",
-                    message="every event carries the session's id",
-                    expected=session_id,
-                    actual=event.get("sessionId"),
-                )
-            )
-            break
-    for index, event in enumerate(events):
-        stamp = event.get("timestamp")
-        if not isinstance(stamp, str) or not _TIMESTAMP.match(stamp):
-            out.append(
-                Difference(
-                    path=f"events[{index}].timestamp",
-                    message="timestamps are ISO 8601 with a zone",
-                    expected="ISO 8601",
-                    actual=_short(stamp),
-                )
-            )
-            break
     return out

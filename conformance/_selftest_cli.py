@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,3 @@ def _main(args: argparse.Namespace) -> int:
         }
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0 if report.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(0)

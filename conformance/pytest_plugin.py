@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 import pytest
 
-__all__ = ["check_clause_markers", "pytest_collection_modifyitems"]
+__all__ = [
+    "assert_case_passes",
+    "case_verdict",
+    "check_clause_markers",
+    "pytest_addoption",
+    "pytest_collection_modifyitems",
+    "pytest_generate_tests",
+]
 
 
 def check_clause_markers(items: Sequence[pytest.Item]) -> list[str]:
@@ -117,6 +124,3 @@ def assert_case_passes(adapter: str, case_id: str) -> None:
             f"  {d.path}: {d.message} (expected {d.expected!r}, got {d.actual!r})" for d in result.differences
         ]
         pytest.fail("\n".join(lines), pytrace=False)
-
-
-__all__ += ["assert_case_passes", "case_verdict", "pytest_addoption", "pytest_generate_tests"]
