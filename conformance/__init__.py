@@ -15,14 +15,27 @@ The public surface, by job:
 
 from __future__ import annotations
 
-from ._adapters import Adapter, InProcessAdapter, StdioAdapter, resolve_adapter
-from ._baseline import compare, load_baseline, write_baseline
-from ._broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
-from ._cases import Case, load_cases, select_cases
-from ._catalogue import clause_ids, load_catalogue
-from ._data import DataMissingError, fixtures_dir, schemas_dir
-from ._errors import AdapterError, KitError, KitUsageError
-from ._jsonrpc import (
+from relavium_conformance._corpus.cases import Case, load_cases, select_cases
+from relavium_conformance._corpus.catalogue import clause_ids, load_catalogue
+from relavium_conformance._data import DataMissingError, fixtures_dir, schemas_dir
+from relavium_conformance._errors import AdapterError, KitError, KitUsageError
+from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.results import (
+    CaseResult,
+    CaseStatus,
+    ClauseResult,
+    ClauseStatus,
+    ExitCode,
+    RunResult,
+    exit_code,
+)
+from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._run.runner import RunOutcome, run_cases, run_cases_sync
+from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
+from relavium_conformance._selftest.proofs import SelftestReport, run_selftest
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, resolve_adapter
+from relavium_conformance._wire.jsonrpc import (
     PROTOCOL_VERSION,
     MalformedMessage,
     OversizeMessage,
@@ -31,7 +44,7 @@ from ._jsonrpc import (
     ProtocolMismatch,
     RpcError,
 )
-from ._protocol import (
+from relavium_conformance._wire.protocol import (
     INVALID_INPUT,
     SESSION_STATE_ERROR,
     UNSUPPORTED_OPERATION,
@@ -39,12 +52,7 @@ from ._protocol import (
     HelloResult,
     OperationError,
 )
-from ._protocol import ImplementationInfo as HelloImplementation
-from ._reference_impl import ReferenceImplementation
-from ._reports import TerminalReporter, write_json, write_junit, write_markdown
-from ._results import CaseResult, CaseStatus, ClauseResult, ClauseStatus, ExitCode, RunResult, exit_code
-from ._runner import RunOutcome, run_cases, run_cases_sync
-from ._selftest import SelftestReport, run_selftest
+from relavium_conformance._wire.protocol import ImplementationInfo as HelloImplementation
 
 __all__ = [
     "BROKEN_IMPLEMENTATIONS",

@@ -25,7 +25,7 @@ __all__ = [
 
 def check_clause_markers(items: Sequence[pytest.Item]) -> list[str]:
     """One line per ``clauses`` marker citation that names no clause (empty when all are known)."""
-    from ._catalogue import clause_ids
+    from relavium_conformance._corpus.catalogue import clause_ids
 
     known = clause_ids()
     problems: list[str] = []
@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(
 ) -> None:
     if not any(item.get_closest_marker("clauses") for item in items):
         return  # nothing cites a clause: do not even load the catalogue
-    from ._errors import KitUsageError
+    from relavium_conformance._errors import KitUsageError
 
     try:
         problems = check_clause_markers(items)
@@ -84,7 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not {"conformance_adapter", "conformance_case"} <= set(metafunc.fixturenames):
         return
-    from ._cases import load_cases
+    from relavium_conformance._corpus.cases import load_cases
 
     adapters = metafunc.config.getoption("relavium_adapter") or ["reference"]
     pairs = [(adapter, case.id) for adapter in adapters for case in load_cases()]
@@ -95,9 +95,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def case_verdict(adapter: str, case_id: str) -> object:
     """The :class:`CaseResult` of ``case_id`` under ``adapter`` (the suite runs once per adapter)."""
-    from ._adapters import resolve_adapter
-    from ._cases import load_cases
-    from ._runner import RunOutcome, run_cases_sync
+    from relavium_conformance._corpus.cases import load_cases
+    from relavium_conformance._run.runner import RunOutcome, run_cases_sync
+    from relavium_conformance._wire.adapters import resolve_adapter
 
     if adapter not in _RUNS:
         _RUNS[adapter] = run_cases_sync(resolve_adapter(adapter), load_cases())
@@ -112,7 +112,7 @@ def case_verdict(adapter: str, case_id: str) -> object:
 def assert_case_passes(adapter: str, case_id: str) -> None:
     """Fail the calling test with the case's differences unless it passed; skip (with the reason) if
     the implementation does not declare a capability the case needs."""
-    from ._results import CaseResult, CaseStatus
+    from relavium_conformance._report.results import CaseResult, CaseStatus
 
     result = case_verdict(adapter, case_id)
     assert isinstance(result, CaseResult)

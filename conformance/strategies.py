@@ -16,6 +16,12 @@ A shrunk failure prints as a golden transcript, ready for ``fixtures/transcripts
 
 from __future__ import annotations
 
-from ._generated import GENERATED_CLAUSES, build_case, case_to_yaml, generated_cases, scenario_actions
+from relavium_conformance._corpus.generated import (
+    GENERATED_CLAUSES,
+    build_case,
+    case_to_yaml,
+    generated_cases,
+    scenario_actions,
+)
 
 __all__ = ["GENERATED_CLAUSES", "build_case", "case_to_yaml", "generated_cases", "scenario_actions"]

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ._commands import (
+from relavium_reference._host.persister import SqlitePersister, TurnPersister
+from relavium_reference._host.scripted import ProviderScript, ScriptedProvider, load_script
+from relavium_reference._host.session import DEFAULT_SESSION_MAX_TURNS, AgentSession, SessionDeps, TurnResult
+from relavium_reference._host.stamper import Clock, SystemClock
+from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS
+from relavium_reference._model.commands import (
     CommandAllowlist,
     CommandCancelled,
     CommandDenied,
@@ -10,7 +16,7 @@ from ._commands import (
     CommandRan,
     UserCommandOutcome,
 )
-from ._errors import (
+from relavium_reference._model.errors import (
     DependencyError,
     InvalidInputError,
     PersistError,
@@ -19,14 +25,13 @@ from ._errors import (
     SessionStateCode,
     SessionStateError,
 )
-from ._events import (
+from relavium_reference._model.events import (
     SESSION_EVENT_TYPES,
     AgentApprovalRequested,
     AgentReasoning,
     AgentToken,
     AgentToolCall,
     AgentToolResult,
-    Clock,
     CostUpdated,
     EventSink,
     SessionCancelled,
@@ -35,13 +40,11 @@ from ._events import (
     SessionStarted,
     SessionTurnCompleted,
     SessionTurnStarted,
-    SystemClock,
     TokensUsed,
     ToolHistoryEntry,
     TurnError,
 )
-from ._lifecycle import SessionInput, SessionState
-from ._llm import (
+from relavium_reference._model.llm import (
     LlmError,
     LlmMessage,
     LlmProvider,
@@ -53,16 +56,15 @@ from ._llm import (
     ToolResultPart,
     Usage,
 )
-from ._messages import AgentSessionRecord, SessionMessage, parse_agent_session_record, parse_session_message
-from ._persist import SqlitePersister, TurnPersister
-from ._projection import Exchange
-from ._records import CompletedTurn, CostEntry, MessageDraft
-from ._resume import SessionResumeState, TurnSpan, reconstruct_session_state, resume_state_problem
-from ._scripted import ProviderScript, ScriptedProvider, load_script
-from ._session import DEFAULT_SESSION_MAX_TURNS, AgentSession, SessionDeps, TurnResult
-from ._shapes import AgentSnapshot, FallbackEntry, SessionContext, parse_strict
-from ._store import SessionStore, StoreError
-from ._tools import (
+from relavium_reference._model.messages import (
+    AgentSessionRecord,
+    SessionMessage,
+    parse_agent_session_record,
+    parse_session_message,
+)
+from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft
+from relavium_reference._model.shapes import AgentSnapshot, FallbackEntry, SessionContext, parse_strict
+from relavium_reference._model.tools import (
     UNKNOWN_TOOL,
     ApprovalRequest,
     FunctionTool,
@@ -72,8 +74,22 @@ from ._tools import (
     ToolRegistry,
     TurnPolicy,
 )
-from ._turn import DEFAULT_MAX_TOOL_TURNS
-from ._vocabulary import ErrorCode, FsScopeTier, LlmErrorKind, ProviderId, SessionStopReason, StopReason
+from relavium_reference._model.vocabulary import (
+    ErrorCode,
+    FsScopeTier,
+    LlmErrorKind,
+    ProviderId,
+    SessionStopReason,
+    StopReason,
+)
+from relavium_reference._rules.lifecycle import SessionInput, SessionState
+from relavium_reference._rules.projection import Exchange
+from relavium_reference._rules.resume import (
+    SessionResumeState,
+    TurnSpan,
+    reconstruct_session_state,
+    resume_state_problem,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",

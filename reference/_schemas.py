@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ._commands import UserCommandOutcome
-from ._events import SessionEvent
-from ._llm import LlmRequest, StreamChunk
-from ._scripted import ProviderScript
-from ._session import TurnResult
-from ._shapes import AgentSnapshot, SessionContext
-from ._vocabulary import ErrorCode, SessionStopReason
+from relavium_reference._host.scripted import ProviderScript
+from relavium_reference._host.session import TurnResult
+from relavium_reference._model.commands import UserCommandOutcome
+from relavium_reference._model.events import SessionEvent
+from relavium_reference._model.llm import LlmRequest, StreamChunk
+from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
 
 __all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "write_schemas"]
 
@@ -44,7 +44,7 @@ _SOURCES: dict[str, tuple[Any, str]] = {
 }
 
 def _message_schemas() -> dict[str, dict[str, Any]]:
-    from ._messages import json_schemas
+    from relavium_reference._model.messages import json_schemas
 
     return json_schemas()
 

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._events import SessionEvent
-from ._scripted import ScriptedProvider, load_script
-from ._session import AgentSession, SessionDeps
-from ._shapes import AgentSnapshot, SessionContext
-from ._tools import FunctionTool, ToolCallInfo, ToolOutput, ToolRegistry
+from relavium_reference._host.scripted import ScriptedProvider, load_script
+from relavium_reference._host.session import AgentSession, SessionDeps
+from relavium_reference._model.events import SessionEvent
+from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+from relavium_reference._model.tools import FunctionTool, ToolCallInfo, ToolOutput, ToolRegistry
 
 __all__ = ["main", "play"]
 

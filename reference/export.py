@@ -12,10 +12,10 @@ The kit's choices where the specification leaves a detail open are ``KD-EXP-*`` 
 
 from __future__ import annotations
 
-from ._export_mapping import session_to_workflow
-from ._workflow import WorkflowDocument, document_to_data, parse_workflow_data
-from ._workflow_id import workflow_id
-from ._workflow_yaml import dump_yaml, load_yaml
+from relavium_reference._model.workflow import WorkflowDocument, document_to_data, parse_workflow_data
+from relavium_reference._rules.export_mapping import session_to_workflow
+from relavium_reference._rules.workflow_id import workflow_id
+from relavium_reference._rules.workflow_yaml import dump_yaml, load_yaml
 
 __all__ = [
     "WorkflowDocument",

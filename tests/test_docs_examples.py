@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from relavium_conformance._adapters import resolve_adapter
-from relavium_conformance._cases import KNOWN_CAPABILITIES, load_cases
 from relavium_conformance._cli import build_parser
-from relavium_conformance._protocol import (
+from relavium_conformance._corpus.cases import KNOWN_CAPABILITIES, load_cases
+from relavium_conformance._report.results import CaseStatus, ClauseStatus, RunResult
+from relavium_conformance._run.runner import run_cases_sync
+from relavium_conformance._wire.adapters import resolve_adapter
+from relavium_conformance._wire.protocol import (
     CALLBACKS,
     INVALID_INPUT,
     OPERATIONS,
     SESSION_STATE_ERROR,
     UNSUPPORTED_OPERATION,
 )
-from relavium_conformance._results import CaseStatus, ClauseStatus, RunResult
-from relavium_conformance._runner import run_cases_sync
-from relavium_conformance._validation import ProtocolValidator
+from relavium_conformance._wire.validation import ProtocolValidator
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 
-from relavium_reference._records import CompletedTurn, parse_completed_turn
-from relavium_reference._store import SessionStore
+from relavium_reference._host.store import SessionStore
+from relavium_reference._model.records import CompletedTurn, parse_completed_turn
 
 SESSION_ID = "crash-session"
 

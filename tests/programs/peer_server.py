@@ -10,7 +10,7 @@ import asyncio
 import sys
 from typing import Any
 
-from relavium_conformance._jsonrpc import METHOD_NOT_FOUND, JsonRpcPeer, RpcError, open_stdio_streams
+from relavium_conformance._wire.jsonrpc import METHOD_NOT_FOUND, JsonRpcPeer, RpcError, open_stdio_streams
 
 
 async def main() -> int:

@@ -1,0 +1,115 @@
+"""``relavium-conformance run``: the kit against one implementation, with reports and baseline gating."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from relavium_conformance._corpus.cases import load_cases, select_cases
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._run.runner import run_cases
+from relavium_conformance._selftest.proofs import run_selftest
+from relavium_conformance._wire.adapters import resolve_adapter
+from relavium_conformance._wire.validation import ProtocolValidator
+
+__all__ = ["register", "run_command"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the conformance cases against an implementation",
+        description=(
+            "Run the golden transcripts against an implementation and report per case and per clause. "
+            "Exit codes: 0 passed (or only known failures), 1 new failure or stale baseline entry, "
+            "2 usage error, 3 the implementation could not be started, 4 no case selected."
+        ),
+    )
+    parser.add_argument(
+        "--adapter",
+        default="reference",
+        help="reference (default, in-process), reference-stdio, or stdio:COMMAND for any program",
+    )
+    parser.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="keep cases by id, area, clause id or clause area (globs allowed); repeatable",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    parser.add_argument("--baseline", type=Path, metavar="FILE", help="known failures (YAML or JSON)")
+    parser.add_argument("--write-baseline", type=Path, metavar="FILE", help="write the current failures here")
+    parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
+    parser.add_argument(
+        "--validate-protocol", action="store_true", help="check every stdio message against schemas/protocol"
+    )
+    parser.add_argument(
+        "--with-proofs",
+        action="store_true",
+        help="also run the kit's deliberately broken implementations and record, per clause, which ones "
+        "its cases caught (proven_by in the JSON results)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except KitUsageError as exc:
+        print(f"relavium-conformance: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+
+
+def _run(args: argparse.Namespace) -> int:
+    all_cases = load_cases()
+    cases = select_cases(all_cases, args.select)
+    if args.list:
+        for case in cases:
+            print(f"{case.id}  [{', '.join(case.clauses)}]")
+        return 0
+    if not cases:
+        print("relavium-conformance: no case matches the selection", file=sys.stderr)
+        return int(ExitCode.NO_CASES)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    validator = ProtocolValidator() if args.validate_protocol else None
+    adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
+    reporter = TerminalReporter(sys.stdout)
+    outcome = asyncio.run(
+        run_cases(
+            adapter,
+            cases,
+            timeout=args.timeout,
+            on_case_start=reporter.on_case_start,
+            on_case_end=reporter.on_case_end,
+        )
+    )
+    run = outcome.run
+    if args.with_proofs:
+        proofs = asyncio.run(run_selftest(include_misbehaviours=False)).proofs()
+        run = run.with_proofs(proofs)
+    if baseline is not None:
+        run = run.with_baseline(
+            compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
+        )
+    if args.json:
+        write_json(run, args.json)
+    if args.junit:
+        write_junit(run, args.junit)
+    if args.markdown:
+        write_markdown(run, args.markdown)
+    if args.write_baseline:
+        write_baseline(run, args.write_baseline, previous=baseline)
+    reporter.summary(run)
+    if validator is not None:
+        print(f"protocol: {validator.checked} messages validated")
+    return int(exit_code(run))

@@ -1,0 +1,319 @@
+"""Golden transcripts: the YAML case format, its strict model, and discovery.
+
+A case is one scenario (see ``docs/transcripts.md``)::
+
+    id: lifecycle/abort-mid-stream            # <area>/<name>, unique, stable
+    title: ...
+    clauses: [AS-LIFE-016, AS-LIFE-017]       # what it checks (ids from the catalogue)
+    capabilities: [core]                      # what the implementation must declare
+    setup: {agent: ..., context: ..., deps: ..., tools: [...]}
+    provider:                                 # scripted provider calls, in order
+      - [{type: text_delta, text: Hi}, {do: abort}, {hold: true}]
+    tools: [{text: "42"}]                     # answers to tool calls, in order
+    approvals: [{approve: true}]              # answers to host.confirm, in order
+    on_event: [{type: "cost:updated", do: abort}]
+    steps:                                    # operations, in order
+      - {op: start}
+      - {op: send, text: hello, expect: {status: aborted}}
+    expect: {session_events: [...], events: {...}, provider_requests: [...], ...}
+
+The schema is ``schemas/transcript.schema.json`` (generated from these models, with a drift test).
+
+:func:`load_cases` returns the transcripts and the vector cases together (``vectors/<suite>/<file>``,
+see ``_vectors.py``): a run, a selection and a listing see both kinds, sorted by id.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+from ruamel.yaml import YAML
+
+from relavium_conformance._corpus.catalogue import CAPABILITIES
+from relavium_conformance._data import fixtures_dir
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._run.vectors import VectorCase, load_vector_cases
+from relavium_reference._model.llm import StreamChunk
+from relavium_reference._model.shapes import StrictModel, parse_strict
+
+__all__ = [
+    "CASE_ID_PATTERN",
+    "KNOWN_CAPABILITIES",
+    "AnyCase",
+    "ApprovalStep",
+    "Case",
+    "CaseExpect",
+    "DoStep",
+    "EventHook",
+    "HoldStep",
+    "OpStep",
+    "ProviderStep",
+    "ToolAnswer",
+    "VectorCase",
+    "as_op",
+    "as_ops",
+    "load_case",
+    "load_cases",
+    "load_transcripts",
+    "select_cases",
+    "snapshot_path",
+    "transcript_schema",
+    "transcripts_dir",
+]
+
+CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
+KNOWN_CAPABILITIES = frozenset(CAPABILITIES)  # the catalogue's vocabulary
+
+OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume", "export"]
+
+
+class OpStep(StrictModel):
+    """One operation, with what its result (or its refusal) must look like."""
+
+    op: OpName
+    text: str | None = None
+    policy: dict[str, Any] | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    state: dict[str, Any] | None = None  # resume: hand this exact resume state to the implementation
+    path: str | None = None  # export: the file name, in the case's working directory
+    agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
+    expect: dict[str, Any] | None = None
+    expect_error: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_the_op(self) -> OpStep:
+        if self.op == "send" and self.text is None:
+            raise ValueError("a send step needs text")
+        if self.op == "runUserCommand" and self.command is None:
+            raise ValueError("a runUserCommand step needs command")
+        if self.expect is not None and self.expect_error is not None:
+            raise ValueError("expect and expect_error exclude each other")
+        return self
+
+
+def as_op(value: OpStep | str) -> OpStep:
+    """``do: abort`` is short for ``do: {op: abort}``."""
+    return value if isinstance(value, OpStep) else OpStep(op=value)
+
+
+def as_ops(value: DoAction) -> list[OpStep]:
+    """The operations of a ``do``: one, or a list issued together (see KD-KIT-1)."""
+    if isinstance(value, list | tuple):
+        return [as_op(item) for item in value]
+    return [as_op(value)]
+
+
+DoAction = OpStep | OpName | Annotated[tuple[OpStep | OpName, ...], Field(min_length=2)]
+
+
+class DoStep(StrictModel):
+    """Before answering this callback, perform an operation (e.g. abort)."""
+
+    do: DoAction
+
+
+class HoldStep(StrictModel):
+    """Never answer this callback: the implementation must finish without it."""
+
+    hold: Literal[True]
+
+
+ProviderStep = Annotated[StreamChunk, Field()] | DoStep | HoldStep
+
+
+class ToolAnswer(StrictModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    text: str = ""
+    is_error: bool = Field(default=False, alias="isError")
+    do: DoAction | None = None
+    hold: bool = False
+
+
+class ApprovalStep(StrictModel):
+    approve: bool = False
+    do: DoAction | None = None
+    hold: bool = False
+
+
+class EventHook(StrictModel):
+    """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it; with
+    ``fail``, answer the delivery with an error instead (a host sink that throws, KD-EVT-5)."""
+
+    type: str
+    nth: Annotated[int, Field(ge=1)] = 1
+    do: DoAction | None = None
+    fail: bool = False
+
+    @model_validator(mode="after")
+    def _acts(self) -> EventHook:
+        if self.do is None and not self.fail:
+            raise ValueError("an event hook needs do, fail or both")
+        return self
+
+
+class History(StrictModel):
+    """Durable rows the kit's host already holds when the case begins (e.g. a legacy transcript).
+
+    ``messages`` are SessionMessage wire objects; ``id``, ``sessionId``, ``sequenceNumber`` and
+    ``timestamp`` may be left out (the kit fills them in order).  ``record`` fields override the
+    record the kit derives from the setup.
+    """
+
+    record: dict[str, Any] | None = None
+    messages: tuple[dict[str, Any], ...] = ()
+
+
+class PersistAnswer(StrictModel):
+    """How the kit's host answers one ``host.commitTurn`` (in order; default: commit)."""
+
+    fail: bool = False
+    do: DoAction | None = None  # an operation the kit performs before answering (e.g. cancel mid-commit)
+
+
+class Setup(StrictModel):
+    agent: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    deps: dict[str, Any] | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
+    policy: dict[str, Any] | None = None
+    history: History | None = None
+
+
+class CaseExpect(StrictModel):
+    """Normative assertions on the whole case (see ``_matching`` for the matching rules)."""
+
+    session_events: tuple[str, ...] | None = None
+    event_types: tuple[str, ...] | None = None
+    events: dict[str, tuple[dict[str, Any], ...]] | None = None
+    absent_events: tuple[str, ...] | None = None
+    provider_requests: tuple[dict[str, Any], ...] | None = None
+    provider_request_count: Annotated[int, Field(ge=0)] | None = None
+    tool_calls: tuple[dict[str, Any], ...] | None = None
+    confirms: tuple[dict[str, Any], ...] | None = None
+    rows: tuple[dict[str, Any], ...] | None = None
+    commits: tuple[dict[str, Any], ...] | None = None
+    costs: tuple[dict[str, Any], ...] | None = None
+    record: dict[str, Any] | None = None
+    exports: tuple[dict[str, Any], ...] | None = None
+
+
+class Case(StrictModel):
+    id: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
+    title: Annotated[str, Field(min_length=1)]
+    clauses: Annotated[
+        tuple[Annotated[str, Field(pattern=r"^(AS|SS)-[A-Z]+-\d{3}$")], ...], Field(min_length=1)
+    ]
+    capabilities: tuple[str, ...] = ("core",)
+    setup: Setup = Field(default_factory=Setup)
+    provider: tuple[tuple[ProviderStep, ...], ...] = ()
+    tools: tuple[ToolAnswer, ...] = ()
+    approvals: tuple[ApprovalStep | bool, ...] = ()
+    on_event: tuple[EventHook, ...] = ()
+    persist: tuple[PersistAnswer, ...] = ()
+    steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
+    expect: CaseExpect = Field(default_factory=CaseExpect)
+    source: str | None = None  # the file the case came from (set by the loader)
+
+    @model_validator(mode="after")
+    def _capabilities_are_known(self) -> Case:
+        unknown = set(self.capabilities) - KNOWN_CAPABILITIES
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        return self
+
+    @property
+    def area(self) -> str:
+        return self.id.split("/", 1)[0]
+
+
+def transcripts_dir() -> Path:
+    return fixtures_dir() / "transcripts"
+
+
+def snapshot_path(case: Case) -> Path:
+    return transcripts_dir() / f"{case.id}.snapshot.json"
+
+
+_YAML = YAML(typ="safe")
+
+
+def load_case(path: Path) -> Case:
+    try:
+        data = _YAML.load(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise KitUsageError(f"{path}: a case must be a mapping")
+    try:
+        case = parse_strict(Case, {**data, "source": str(path)})
+    except Exception as exc:
+        raise KitUsageError(f"{path}: {exc}") from None
+    expected_id = path.relative_to(transcripts_dir()).with_suffix("").as_posix()
+    if case.id != expected_id:
+        raise KitUsageError(f"{path}: id {case.id!r} must match its path {expected_id!r}")
+    return case
+
+
+def load_transcripts() -> tuple[Case, ...]:
+    """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
+    root = transcripts_dir()
+    paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
+    if not paths:
+        raise KitUsageError(f"no golden transcripts found under {root}")
+    cases = tuple(load_case(p) for p in paths)
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise KitUsageError(f"duplicate case id {case.id}")
+        seen.add(case.id)
+    return tuple(sorted(cases, key=lambda c: c.id))
+
+
+AnyCase = Case | VectorCase
+"""A conformance case: a golden transcript, or a vector file of a pure function."""
+
+
+@functools.cache
+def load_cases() -> tuple[AnyCase, ...]:
+    """Every golden transcript and every vector case, sorted by id. Finding none of either is an error."""
+    return tuple(sorted((*load_transcripts(), *load_vector_cases()), key=lambda c: c.id))
+
+
+def select_cases(cases: tuple[AnyCase, ...], patterns: list[str]) -> tuple[AnyCase, ...]:
+    """Keep cases whose id, area or a cited clause (or clause area, e.g. ``AS-CAP``) matches a pattern.
+
+    Patterns are exact ids/areas/clause ids or shell-style globs (``lifecycle/*``, ``AS-LIFE-0*``); a
+    vector case also answers to its suite (``vectors/export``).
+    """
+    if not patterns:
+        return cases
+    import fnmatch
+
+    def matches(case: AnyCase, pattern: str) -> bool:
+        keys = [case.id, case.area, *case.clauses, *{re.sub(r"-\d{3}$", "", c) for c in case.clauses}]
+        if isinstance(case, VectorCase):
+            keys.append(f"{case.area}/{case.suite}")
+        return any(fnmatch.fnmatchcase(key, pattern) for key in keys)
+
+    return tuple(c for c in cases if any(matches(c, p) for p in patterns))
+
+
+def transcript_schema() -> dict[str, Any]:
+    """The JSON Schema of a golden transcript file (``schemas/transcript.schema.json``)."""
+    from pydantic import TypeAdapter
+
+    from relavium_reference._schemas import SCHEMA_DIALECT
+
+    schema = TypeAdapter(Case).json_schema(by_alias=True)
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://relavium.dev/conformance/schemas/transcript.schema.json",
+        "description": "A golden transcript: one conformance case (docs/transcripts.md).",
+        **schema,
+    }

@@ -1,0 +1,429 @@
+"""The reference engine behind the kit's message set.
+
+:class:`ReferenceImplementation` answers the kit's operations with ``relavium_reference`` sessions and
+reaches the kit's world (provider, tools, host) only through the ``callback`` it is given.  The same
+object serves the in-process adapter and the stdio server, so both transports run the same code.
+
+The ``pure.*`` operations are answered by a table of :class:`PureFunctions` (the engine's own by
+default); a deliberately broken implementation swaps one entry (see ``_broken.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
+from relavium_conformance._wire.protocol import (
+    INVALID_INPUT,
+    PURE_METHODS,
+    SESSION_STATE_ERROR,
+    Callback,
+    CreateParams,
+    ExportParams,
+    HandleParams,
+    HelloResult,
+    HostLoadSessionResult,
+    ImplementationInfo,
+    PolicySpec,
+    PureSessionParams,
+    ReadStoredRowParams,
+    ResumeParams,
+    RunUserCommandParams,
+    SendParams,
+    SetTurnPolicyParams,
+    StoredRowColumnsParams,
+    ToolSpec,
+    WorkflowIdParams,
+)
+from relavium_reference import (
+    AgentSession,
+    ApprovalRequest,
+    FunctionTool,
+    InvalidInputError,
+    LlmRequest,
+    ProviderId,
+    SessionDeps,
+    SessionEvent,
+    SessionStateError,
+    StreamChunk,
+    ToolCallInfo,
+    ToolOutput,
+    ToolRegistry,
+    TurnPolicy,
+)
+from relavium_reference._host.store import StoreError, derive_columns, message_from_row
+from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
+from relavium_reference._model.messages import AgentSessionRecord, SessionMessage, parse_session_message
+from relavium_reference._model.records import CompletedTurn, CostEntry
+from relavium_reference._model.shapes import parse_strict
+from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
+from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
+
+__all__ = [
+    "REFERENCE_CAPABILITIES",
+    "REFERENCE_NAME",
+    "REFERENCE_PURE",
+    "PureFunctions",
+    "ReferenceImplementation",
+    "SessionFactory",
+    "export_workflow",
+    "read_stored_row",
+    "stored_row_columns",
+]
+
+REFERENCE_NAME = "relavium-reference"
+REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "export", "persistence")
+
+_CHUNK = TypeAdapter(StreamChunk)
+
+SessionFactory = type[AgentSession]
+
+
+def export_workflow(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> tuple[dict[str, Any], str]:
+    """The engine's export: the workflow document as JSON data, and its exact YAML text."""
+    document = session_to_workflow(record, messages)
+    return document_to_data(document), serialize_workflow(document)
+
+
+_TERMINAL_REASONS = frozenset({"stop", "length", "content_filter"})
+
+
+def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> dict[str, Any]:
+    """The engine's store, write side: the denormalised columns of ``message`` (KD-DB-3), wire form.
+
+    ``finish_reason`` is the completed turn's stop reason, given for its terminal row only (absent:
+    ``stop``); giving one for any other row is refused.
+    """
+    if finish_reason is not None and finish_reason not in _TERMINAL_REASONS:
+        raise InvalidInputError("not a terminal stop reason", location="finishReason")
+    if finish_reason is not None and (message.role != "assistant" or message.tool_calls):
+        raise InvalidInputError(
+            "a finish reason is given only for an assistant row without tool calls", location="finishReason"
+        )
+    columns = derive_columns(message, finish_reason)
+    calls = columns["tool_calls"]
+    return {
+        "content": columns["content"],
+        "toolCalls": None if calls is None else json.loads(calls),
+        "toolCallId": columns["tool_call_id"],
+        "name": columns["name"],
+        "finishReason": columns["finish_reason"],
+    }
+
+
+def read_stored_row(row: Mapping[str, Any]) -> SessionMessage:
+    """The engine's store, read side: the message a row holds, or :class:`StoreError` with its code."""
+    return message_from_row(dict(row))
+
+
+@dataclass(frozen=True)
+class PureFunctions:
+    """What answers each ``pure.*`` operation (parsed params in, the answer before its wire form out).
+
+    Each may raise :class:`InvalidInputError` to refuse its input (``invalid_input`` on the wire);
+    ``read_stored_row`` raises :class:`StoreError` for a row the store must refuse (``{error: code}``).
+    """
+
+    reconstruct_session_state: Callable[[AgentSessionRecord, Sequence[SessionMessage]], SessionResumeState]
+    workflow_id: Callable[[str | None, str], str]
+    export_workflow: Callable[[AgentSessionRecord, Sequence[SessionMessage]], tuple[dict[str, Any], str]]
+    stored_row_columns: Callable[[SessionMessage, str | None], dict[str, Any]] = stored_row_columns
+    read_stored_row: Callable[[Mapping[str, Any]], SessionMessage] = read_stored_row
+
+
+REFERENCE_PURE = PureFunctions(
+    reconstruct_session_state=reconstruct_session_state,
+    workflow_id=workflow_id,
+    export_workflow=export_workflow,
+    stored_row_columns=stored_row_columns,
+    read_stored_row=read_stored_row,
+)
+
+
+class _KitPersister:
+    """The host's persister, played by the kit: the session's durable facts go out as callbacks."""
+
+    def __init__(self, callback: Callback, handle: str) -> None:
+        self._callback = callback
+        self._handle = handle
+
+    async def create_session(self, record: AgentSessionRecord) -> None:
+        await self._callback("host.createSession", {"handle": self._handle, "record": record.to_wire()})
+
+    async def commit_turn(self, session_id: str, turn: CompletedTurn) -> None:
+        await self._callback(
+            "host.commitTurn", {"handle": self._handle, "sessionId": session_id, "turn": turn.to_wire()}
+        )
+
+    async def record_cost(self, session_id: str, entry: CostEntry) -> None:
+        await self._callback(
+            "host.recordCost", {"handle": self._handle, "sessionId": session_id, "cost": entry.to_wire()}
+        )
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        answer = await self._callback("host.loadSession", {"handle": self._handle, "sessionId": session_id})
+        loaded = parse_strict(HostLoadSessionResult, answer)
+        return loaded.record, loaded.messages
+
+
+class _KitProvider:
+    """A provider whose stream the kit feeds chunk by chunk (``provider.open``, then ``provider.next``)."""
+
+    def __init__(self, callback: Callback, handle: str, provider: str, model: str) -> None:
+        self._callback = callback
+        self._handle = handle
+        self._provider = provider
+        self._model = model
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        return self._pull(request.to_wire())
+
+    async def _pull(self, request: dict[str, Any]) -> AsyncIterator[StreamChunk]:
+        opened = await self._callback(
+            "provider.open",
+            {"handle": self._handle, "provider": self._provider, "model": self._model, "request": request},
+        )
+        stream = opened["stream"]
+        while True:
+            answer = await self._callback("provider.next", {"handle": self._handle, "stream": stream})
+            chunk = _CHUNK.validate_python(answer["chunk"])
+            yield chunk
+            if chunk.type in ("stop", "error"):
+                return
+
+
+class ReferenceImplementation:
+    """Serves the kit's operations for any number of sessions, each named by the kit's ``handle``."""
+
+    def __init__(
+        self,
+        callback: Callback,
+        *,
+        session_factory: SessionFactory = AgentSession,
+        name: str = REFERENCE_NAME,
+        capabilities: tuple[str, ...] = REFERENCE_CAPABILITIES,
+        pure: PureFunctions = REFERENCE_PURE,
+    ) -> None:
+        self._callback = callback
+        self._pure = pure
+        self._factory = session_factory
+        self._name = name
+        self._capabilities = capabilities
+        self._sessions: dict[str, AgentSession] = {}
+        self._ids = itertools.count(1)
+
+    def hello_result(self) -> HelloResult:
+        return HelloResult(
+            protocol_version=PROTOCOL_VERSION,
+            implementation=ImplementationInfo(
+                name=self._name, version=_version(), language=f"python {_python_version()}"
+            ),
+            capabilities=self._capabilities,
+        )
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer one operation; session refusals become the protocol's error codes."""
+        try:
+            return await self._dispatch(method, params)
+        except SessionStateError as exc:
+            raise RpcError(
+                SESSION_STATE_ERROR, exc.message, {"kind": "session_state", "code": exc.code.value}
+            ) from None
+        except InvalidInputError as exc:
+            raise RpcError(
+                INVALID_INPUT, exc.message, {"kind": "invalid_input", "message": exc.message}
+            ) from None
+
+    async def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "hello":
+            return self.hello_result().to_wire()
+        if method == "bye":
+            return None
+        if method == "session.create":
+            return self._create(parse_strict(CreateParams, params))
+        if method == "session.resume":
+            return self._resume(parse_strict(ResumeParams, params))
+        if method == "session.export":
+            export = parse_strict(ExportParams, params)
+            return (await self._session(params).export(export.workflow_path)).to_wire()
+        if method == "session.start":
+            await self._session(params).start()
+            return {}
+        if method == "session.send":
+            send = parse_strict(SendParams, params)
+            result = await self._session(params).send_message(send.text)
+            return result.to_wire()
+        if method == "session.abort":
+            self._session(params).abort()
+            return {}
+        if method == "session.cancel":
+            await self._session(params).cancel()
+            return {}
+        if method == "session.setTurnPolicy":
+            policy = parse_strict(SetTurnPolicyParams, params)
+            self._session(params).set_turn_policy(self._policy(policy.handle, policy.policy))
+            return {}
+        if method == "session.runUserCommand":
+            command = parse_strict(RunUserCommandParams, params)
+            outcome = await self._session(params).run_user_command(command.command, list(command.args))
+            return outcome.to_wire()
+        if method in PURE_METHODS:
+            return self._pure_call(method, params)
+        raise RpcError(-32601, f"method not found: {method}")
+
+    def _pure_call(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "pure.workflowId":
+            ask = parse_strict(WorkflowIdParams, params)
+            return {"workflowId": self._pure.workflow_id(ask.title, ask.session_id)}
+        if method == "pure.reconstructSessionState":
+            session = parse_strict(PureSessionParams, params)
+            return self._pure.reconstruct_session_state(session.record, session.messages).to_wire()
+        if method == "pure.exportWorkflow":
+            session = parse_strict(PureSessionParams, params)
+            document, text = self._pure.export_workflow(session.record, session.messages)
+            return {"document": document, "yaml": text}
+        if method == "pure.storedRowColumns":
+            to_store = parse_strict(StoredRowColumnsParams, params)
+            return self._pure.stored_row_columns(to_store.message, to_store.finish_reason)
+        if method == "pure.readStoredRow":
+            row = parse_strict(ReadStoredRowParams, params).row
+            try:
+                return {"message": self._pure.read_stored_row(row.model_dump()).to_wire()}
+            except StoreError as refusal:
+                return {"error": refusal.code}
+        raise RpcError(-32601, f"method not found: {method}")
+
+    def _session(self, params: dict[str, Any]) -> AgentSession:
+        handle = parse_strict(HandleParams, {"handle": params.get("handle")}).handle
+        try:
+            return self._sessions[handle]
+        except KeyError:
+            raise InvalidInputError("unknown session handle", location="handle") from None
+
+    def _create(self, params: CreateParams) -> dict[str, Any]:
+        session = self._factory(
+            agent=params.agent,
+            context=params.context,
+            deps=self._deps(params),
+            session_id=params.session_id or f"session-{next(self._ids)}",
+        )
+        self._sessions[params.handle] = session
+        return {"sessionId": session.session_id}
+
+    def _resume(self, params: ResumeParams) -> dict[str, Any]:
+        messages = tuple(parse_session_message(row) for row in params.messages)
+        state = params.state or self._pure.reconstruct_session_state(params.record, messages)
+        session = self._factory.resume(
+            agent=params.agent,
+            context=params.context,
+            deps=self._deps(params),
+            state=state,
+            session_id=params.record.id,
+            agent_ref=params.record.agent_slug,
+        )
+        self._sessions[params.handle] = session
+        return {"sessionId": session.session_id}
+
+    def _deps(self, params: CreateParams) -> SessionDeps:
+        handle = params.handle
+        callback = self._callback
+
+        async def emit(event: SessionEvent) -> None:
+            await callback("host.emit", {"handle": handle, "event": event.to_wire()})
+
+        async def sleep(seconds: float) -> None:
+            await callback("host.sleep", {"handle": handle, "seconds": seconds})
+
+        deps = params.deps
+        unavailable = frozenset(deps.unavailable_providers)
+
+        def resolve(provider: ProviderId, model: str) -> _KitProvider:
+            if provider.value in unavailable:
+                raise LookupError("no credential for this provider")  # refused before any invocation
+            return _KitProvider(callback, handle, provider.value, model)
+
+        return SessionDeps(
+            resolve_provider=resolve,
+            emit=emit,
+            sleep=sleep,
+            tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
+            max_turns=deps.max_turns,
+            max_tool_turns=16 if deps.max_tool_turns is None else deps.max_tool_turns,
+            allowed_commands=deps.allowed_commands,
+            allowed_command_globs=deps.allowed_command_globs,
+            command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
+            persister=_KitPersister(callback, handle),
+        )
+
+    def _tool(self, handle: str, spec: ToolSpec) -> FunctionTool:
+        callback = self._callback
+
+        async def call_kit(args: Any, call: ToolCallInfo) -> ToolOutput:
+            answer = await callback(
+                "tool.call",
+                {
+                    "handle": handle,
+                    "callId": call.call_id,
+                    "name": call.name,
+                    "args": args,
+                    "round": call.round_number,
+                },
+            )
+            return ToolOutput(text=str(answer.get("text", "")), is_error=bool(answer.get("isError", False)))
+
+        return FunctionTool(
+            name=spec.name,
+            function=call_kit,
+            description=spec.description,
+            parameters=spec.parameters or {"type": "object"},
+            action=spec.action,
+            preview_key=spec.preview_key,
+        )
+
+    def _policy(self, handle: str, spec: PolicySpec | None) -> TurnPolicy | None:
+        if spec is None:
+            return None
+        callback = self._callback
+        allowed = None if spec.advertise is None else frozenset(spec.advertise)
+
+        async def confirm(request: ApprovalRequest) -> bool:
+            answer = await callback(
+                "host.confirm",
+                {
+                    "handle": handle,
+                    "toolId": request.tool_id,
+                    "action": request.action,
+                    "preview": dict(request.preview),
+                    "callId": request.call_id,
+                },
+            )
+            return bool(answer.get("approved", False))
+
+        return TurnPolicy(
+            advertise=None if allowed is None else (lambda name: name in allowed),
+            confirm=confirm if spec.confirm else None,
+        )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("relavium-conformance")
+    except PackageNotFoundError:
+        return "0+checkout"
+
+
+def _python_version() -> str:
+    import platform
+
+    return platform.python_version()

@@ -1,0 +1,436 @@
+"""The results of one conformance run: per case, per clause, and the run as a whole.
+
+These models are the single source of the machine-readable results (``results.json``, described in
+``docs/results.md`` and ``schemas/results.schema.json``); every report is rendered from a
+:class:`RunResult`.  They are frozen, refuse unknown fields and use snake_case keys.
+
+How clause statuses follow from case statuses is one pure function, :func:`aggregate_clauses`; how a run
+maps to a process exit status is another, :func:`exit_code`.  Neither knows how a case is executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum, StrEnum
+from importlib import metadata
+from typing import Annotated, Literal, Protocol
+
+from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
+
+from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
+from relavium_conformance._errors import KitUsageError
+from relavium_reference._model.shapes import StrictModel
+
+__all__ = [
+    "CASE_ID_PATTERN",
+    "RESULTS_VERSION",
+    "BaselineComparison",
+    "CaseResult",
+    "CaseStatus",
+    "ClauseInfo",
+    "ClauseLike",
+    "ClauseResult",
+    "ClauseStatus",
+    "Difference",
+    "ExitCode",
+    "ImplementationInfo",
+    "KitInfo",
+    "RunResult",
+    "StaleEntry",
+    "StaleWhy",
+    "Summary",
+    "aggregate_clauses",
+    "area_of",
+    "exit_code",
+    "one_line",
+]
+
+RESULTS_VERSION = 1
+"""The version of the results document; it changes only when a reader would misread the old one."""
+
+CASE_ID_PATTERN = r"^[^/\s]+(?:/[^/\s]+)+$"
+"""A case id is a path of at least two segments; the first segment is the case's area."""
+
+
+_REASON_LIMIT = 300
+_WHITESPACE = re.compile(r"\s+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def one_line(text: str, limit: int = _REASON_LIMIT) -> str:
+    """Collapse ``text`` to one line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    flat = _LONE_SURROGATE.sub("\ufffd", _WHITESPACE.sub(" ", text)).strip()
+    if len(flat) > limit:
+        return flat[: limit - 1].rstrip() + "\u2026"
+    return flat
+
+
+def area_of(case_id: str) -> str:
+    """The area of a case: the first segment of its id (``lifecycle/abort-idle-is-noop`` -> ``lifecycle``)."""
+    if not re.match(CASE_ID_PATTERN, case_id):
+        raise KitUsageError(f"case id {case_id!r} is not of the form area/name")
+    return case_id.split("/", 1)[0]
+
+
+# --- cases -------------------------------------------------------------------------------------------
+
+
+class CaseStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"  # the implementation ran and an expected observation was not met
+    ERRORED = "errored"  # the case could not be carried out (crash, hang, protocol breach, ...)
+    UNSUPPORTED = "unsupported"  # the case needs a capability the implementation did not declare
+
+
+class Difference(StrictModel):
+    """One expected observation that was not met.  ``path`` locates it in the observations."""
+
+    path: str
+    expected: JsonValue = None
+    actual: JsonValue = None
+    message: str
+
+    @field_validator("message")
+    @classmethod
+    def _message_one_line(cls, value: str) -> str:
+        return one_line(value)
+
+
+ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
+
+
+class CaseResult(StrictModel):
+    """The outcome of one conformance case.
+
+    ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
+    line.  ``differences`` belong to failed cases only, ``stderr_tail`` to errored ones.
+    ``handshake_failed`` marks an errored case whose implementation could not even be started.
+    ``area`` is derived from the id when not given.
+    """
+
+    id: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
+    title: str
+    status: CaseStatus
+    clauses: tuple[ClauseId, ...] = ()
+    area: str
+    duration_ms: Annotated[float, Field(ge=0)] = 0.0
+    reason: str | None = None
+    differences: tuple[Difference, ...] = ()
+    stderr_tail: str | None = None
+    handshake_failed: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_area(cls, data: object) -> object:
+        if isinstance(data, dict) and "area" not in data and isinstance(data.get("id"), str):
+            case_id = data["id"]
+            if re.match(CASE_ID_PATTERN, case_id):
+                return {**data, "area": case_id.split("/", 1)[0]}
+        return data
+
+    @field_validator("stderr_tail")
+    @classmethod
+    def _stderr_encodable(cls, value: str | None) -> str | None:
+        # stderr decoded with surrogateescape may hold lone surrogates, which UTF-8 cannot write
+        return None if value is None else _LONE_SURROGATE.sub("\ufffd", value)
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_one_line(cls, value: str | None) -> str | None:
+        return None if value is None else one_line(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CaseResult:
+        if self.area != self.id.split("/", 1)[0]:
+            raise ValueError(f"case {self.id}: area {self.area!r} is not the id's first segment")
+        if self.status is CaseStatus.PASSED:
+            if self.reason is not None:
+                raise ValueError(f"case {self.id}: a passed case has no reason")
+        elif not self.reason:
+            raise ValueError(f"case {self.id}: a {self.status} case needs a reason")
+        if self.differences and self.status is not CaseStatus.FAILED:
+            raise ValueError(f"case {self.id}: only a failed case carries differences")
+        if self.stderr_tail is not None and self.status is not CaseStatus.ERRORED:
+            raise ValueError(f"case {self.id}: only an errored case carries a stderr tail")
+        if self.handshake_failed and self.status is not CaseStatus.ERRORED:
+            raise ValueError(f"case {self.id}: a failed handshake makes the case errored")
+        if len(set(self.clauses)) != len(self.clauses):
+            raise ValueError(f"case {self.id}: a clause is cited twice")
+        return self
+
+    @property
+    def is_failure(self) -> bool:
+        """Failed or errored: what a baseline must list and what fails a run."""
+        return self.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
+
+
+# --- clauses -----------------------------------------------------------------------------------------
+
+
+class ClauseStatus(StrEnum):
+    PASSED = "passed"  # every citing case passed
+    FAILED = "failed"  # some citing case failed or errored
+    UNSUPPORTED = "unsupported"  # nothing failed, but some citing case needs an undeclared capability
+    UNTESTED = "untested"  # a testable (or kit-defined) clause that no case of this run cites
+    NOT_APPLICABLE = "not-applicable"  # host-specific or informative: no case can check it
+
+
+class ClauseLike(Protocol):
+    """What :func:`aggregate_clauses` needs from a catalogue entry (the catalogue's model fits)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ClauseInfo:
+    """A minimal catalogue entry; the catalogue's own clause model can be passed instead."""
+
+    id: str
+    status: str  # testable | kit-defined | host-specific | informative
+    area: str = ""
+    capability: str | None = None
+
+
+_CHECKED_STATUSES = frozenset({"testable", "kit-defined"})
+_UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
+
+
+class ClauseResult(StrictModel):
+    id: ClauseId
+    status: ClauseStatus
+    cases: tuple[str, ...] = ()
+    proven_by: tuple[str, ...] = ()
+
+
+def aggregate_clauses(
+    case_results: Iterable[CaseResult], catalogue_clauses: Iterable[ClauseLike]
+) -> list[ClauseResult]:
+    """One :class:`ClauseResult` per catalogue clause, in catalogue order.
+
+    A testable or kit-defined clause is ``untested`` when no case cites it, ``failed`` when a citing case
+    failed or errored, ``passed`` when every citing case passed, and otherwise ``unsupported`` (some citing
+    case could not run for want of a capability, and none failed).  Host-specific and informative clauses
+    are ``not-applicable`` whatever cites them.  A case citing a clause the catalogue lacks, or a catalogue
+    entry with an unknown status, is a usage error.
+    """
+    clauses = list(catalogue_clauses)
+    known = {str(clause.id) for clause in clauses}
+    citing: dict[str, list[CaseResult]] = {clause_id: [] for clause_id in known}
+    unknown: set[str] = set()
+    for case in case_results:
+        for clause_id in case.clauses:
+            if clause_id in citing:
+                citing[clause_id].append(case)
+            else:
+                unknown.add(clause_id)
+    if unknown:
+        raise KitUsageError(f"cases cite clauses missing from the catalogue: {', '.join(sorted(unknown))}")
+    results: list[ClauseResult] = []
+    for clause in clauses:
+        clause_id, kind = str(clause.id), str(clause.status)
+        cases = citing[clause_id]
+        if kind in _UNCHECKED_STATUSES:
+            status = ClauseStatus.NOT_APPLICABLE
+        elif kind not in _CHECKED_STATUSES:
+            raise KitUsageError(f"clause {clause_id} has an unknown status {kind!r}")
+        else:
+            status = _clause_status(case.status for case in cases)
+        results.append(ClauseResult(id=clause_id, status=status, cases=tuple(case.id for case in cases)))
+    return results
+
+
+def _clause_status(statuses: Iterable[CaseStatus]) -> ClauseStatus:
+    seen = set(statuses)
+    if not seen:
+        return ClauseStatus.UNTESTED
+    if seen & {CaseStatus.FAILED, CaseStatus.ERRORED}:
+        return ClauseStatus.FAILED
+    if seen == {CaseStatus.PASSED}:
+        return ClauseStatus.PASSED
+    return ClauseStatus.UNSUPPORTED
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+class KitInfo(StrictModel):
+    name: str = "relavium-conformance"
+    version: str
+
+    @classmethod
+    def current(cls) -> KitInfo:
+        """The installed kit's name and version."""
+        try:
+            version = metadata.version("relavium-conformance")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        return cls(version=version)
+
+
+class ImplementationInfo(StrictModel):
+    """Who was tested: as declared by the adapter (the stdio ``hello`` or the in-process adapter)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    version: str | None = None
+    language: str | None = None
+    capabilities: tuple[str, ...] = ()
+    adapter: str  # the transport, e.g. "in-process" or "stdio"
+
+
+class Summary(StrictModel):
+    passed: Annotated[int, Field(ge=0)]
+    failed: Annotated[int, Field(ge=0)]
+    errored: Annotated[int, Field(ge=0)]
+    unsupported: Annotated[int, Field(ge=0)]
+    total: Annotated[int, Field(ge=0)]
+
+    @classmethod
+    def of(cls, cases: Iterable[CaseResult]) -> Summary:
+        counts = Counter(case.status for case in cases)
+        return cls(
+            passed=counts[CaseStatus.PASSED],
+            failed=counts[CaseStatus.FAILED],
+            errored=counts[CaseStatus.ERRORED],
+            unsupported=counts[CaseStatus.UNSUPPORTED],
+            total=sum(counts.values()),
+        )
+
+
+class StaleWhy(StrEnum):
+    PASSES = "passes"  # the listed case passed in this run
+    MISSING = "missing"  # the kit has no case with the listed id
+
+
+class StaleEntry(StrictModel):
+    case: str
+    why: StaleWhy
+
+
+class BaselineComparison(StrictModel):
+    """How a run compares with a baseline of known failures (see ``_baseline.compare``).
+
+    ``not_run`` lists baseline entries whose case exists but was not selected, or was unsupported, in this
+    run: they are neither confirmed nor stale.
+    """
+
+    file: str
+    new_failures: tuple[str, ...] = ()
+    stale_entries: tuple[StaleEntry, ...] = ()
+    known_failures: tuple[str, ...] = ()
+    not_run: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.new_failures and not self.stale_entries
+
+
+class RunResult(StrictModel):
+    """One run of the kit against one implementation."""
+
+    results_version: Literal[1] = 1
+    kit: KitInfo
+    implementation: ImplementationInfo
+    summary: Summary
+    cases: tuple[CaseResult, ...]
+    clauses: tuple[ClauseResult, ...]
+    started_at: AwareDatetime
+    duration_ms: Annotated[float, Field(ge=0)]
+    baseline: BaselineComparison | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunResult:
+        ids = [case.id for case in self.cases]
+        duplicates = sorted(case_id for case_id, n in Counter(ids).items() if n > 1)
+        if duplicates:
+            raise ValueError(f"case ids repeated: {', '.join(duplicates)}")
+        if self.summary != Summary.of(self.cases):
+            raise ValueError("the summary does not count the cases")
+        clause_ids = [clause.id for clause in self.clauses]
+        if len(set(clause_ids)) != len(clause_ids):
+            raise ValueError("a clause appears twice")
+        present = set(ids)
+        for clause in self.clauses:
+            missing = [case_id for case_id in clause.cases if case_id not in present]
+            if missing:
+                raise ValueError(f"clause {clause.id} names cases not in the run: {', '.join(missing)}")
+        return self
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        implementation: ImplementationInfo,
+        cases: Sequence[CaseResult],
+        catalogue: Iterable[ClauseLike],
+        started_at: datetime,
+        duration_ms: float,
+        kit: KitInfo | None = None,
+    ) -> RunResult:
+        """Assemble a run: count the cases and aggregate the clauses from the catalogue."""
+        return cls(
+            kit=kit or KitInfo.current(),
+            implementation=implementation,
+            summary=Summary.of(cases),
+            cases=tuple(cases),
+            clauses=tuple(aggregate_clauses(cases, catalogue)),
+            started_at=started_at,
+            duration_ms=duration_ms,
+        )
+
+    def with_baseline(self, comparison: BaselineComparison) -> RunResult:
+        """This run with its baseline comparison recorded."""
+        return self.model_copy(update={"baseline": comparison})
+
+    def with_proofs(self, proofs: Mapping[str, Sequence[str]]) -> RunResult:
+        """This run with ``proven_by`` filled in per clause id (from a selftest)."""
+        clauses = tuple(
+            clause.model_copy(update={"proven_by": tuple(sorted(proofs.get(clause.id, ())))})
+            for clause in self.clauses
+        )
+        return self.model_copy(update={"clauses": clauses})
+
+    def areas(self) -> list[str]:
+        """The areas of this run's cases, sorted."""
+        return sorted({case.area for case in self.cases})
+
+    def failures(self) -> list[CaseResult]:
+        """Failed and errored cases, in run order."""
+        return [case for case in self.cases if case.is_failure]
+
+
+# --- exit status -------------------------------------------------------------------------------------
+
+
+class ExitCode(IntEnum):
+    """The process exit status of ``relavium-conformance run`` (documented in ``docs/results.md``)."""
+
+    OK = 0  # every case passed, was unsupported, or failed as the baseline expects, and nothing is stale
+    FAILED = 1  # a failure the baseline does not list, or a stale baseline entry
+    USAGE = 2  # a bad option or a malformed case, catalogue or baseline file
+    NOT_STARTED = 3  # the implementation could not be started for any case (every attempt failed its start)
+    NO_CASES = 4  # the selection is empty
+
+
+def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:
+    """The exit status for ``run``; ``comparison`` defaults to the one recorded on the run.
+
+    Precedence: no case selected, then an implementation that never started, then failures.  A usage error
+    is raised (:class:`KitUsageError`) before there is a run, so it never comes from here.
+    """
+    if not run.cases:
+        return ExitCode.NO_CASES
+    attempted = [case for case in run.cases if case.status is not CaseStatus.UNSUPPORTED]
+    if attempted and all(case.handshake_failed for case in attempted):
+        return ExitCode.NOT_STARTED
+    comparison = comparison if comparison is not None else run.baseline
+    if comparison is None:
+        return ExitCode.FAILED if run.failures() else ExitCode.OK
+    return ExitCode.OK if comparison.ok else ExitCode.FAILED

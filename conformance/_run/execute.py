@@ -1,0 +1,578 @@
+"""Running one golden transcript against an adapter: the kit plays the world, then judges.
+
+:class:`CaseWorld` answers every callback of one case deterministically from its script: the next
+provider chunk, a tool result, an approval, the acknowledgement of an event, and before answering it
+may first perform an operation (``do``) or never answer at all (``hold``).  :func:`execute_case`
+drives the steps, collects the observations, and turns them into a :class:`CaseResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from relavium_conformance._corpus.cases import (
+    ApprovalStep,
+    Case,
+    DoStep,
+    HoldStep,
+    OpStep,
+    as_ops,
+    snapshot_path,
+)
+from relavium_conformance._errors import AdapterError
+from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
+from relavium_conformance._run.matching import check_envelope, match, normalise
+from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.jsonrpc import RpcError
+from relavium_conformance._wire.protocol import HelloResult, OperationError
+from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.llm import LlmError
+from relavium_reference._model.records import parse_completed_turn
+
+__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+
+_CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
+_KEYS = itertools.count()
+
+DEFAULT_AGENT: dict[str, Any] = {
+    "id": "helper",
+    "model": "model-a",
+    "provider": "openai",
+    "system_prompt": "You help.",
+    "tools": ["echo"],
+}
+DEFAULT_TOOLS: tuple[dict[str, Any], ...] = ({"name": "echo", "description": "Echo the input."},)
+
+_OP_METHOD = {
+    "start": "session.start",
+    "send": "session.send",
+    "abort": "session.abort",
+    "cancel": "session.cancel",
+    "setTurnPolicy": "session.setTurnPolicy",
+    "runUserCommand": "session.runUserCommand",
+    "resume": "session.resume",
+    "export": "session.export",
+}
+HISTORY_SESSION_ID = "session-from-history"
+
+
+@dataclass
+class Observation:
+    """Everything the kit saw during one case, in order."""
+
+    session_id: str | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    provider_requests: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    confirms: list[dict[str, Any]] = field(default_factory=list)
+    sleeps: list[float] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    costs: list[dict[str, Any]] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+    exports: list[dict[str, Any]] = field(default_factory=list)
+    instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
+    violations: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+    def snapshot(self, workdir: str | None) -> dict[str, Any]:
+        raw = {
+            "results": self.results,
+            "events": self.events,
+            "provider_requests": self.provider_requests,
+            "tool_calls": self.tool_calls,
+            "confirms": self.confirms,
+            "sleeps": self.sleeps,
+            "rows": self.rows,
+            "commits": self.commits,
+            "costs": self.costs,
+            "exports": self.exports,
+        }
+        value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
+        return value
+
+
+def _substitute(value: Any, workdir: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{{workdir}}", workdir)
+    if isinstance(value, dict):
+        return {k: _substitute(v, workdir) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_substitute(v, workdir) for v in value]
+    return value
+
+
+class CaseWorld:
+    """The provider, tools and host of one case."""
+
+    def __init__(self, case: Case, adapter: Adapter, handle: str, workdir: str, timeout: float) -> None:
+        self.case = case
+        self.adapter = adapter
+        self.handle = handle
+        self.workdir = workdir
+        self.timeout = timeout
+        self.observed = Observation()
+        self._provider_calls = iter(case.provider)
+        self._streams: dict[str, Iterator[Any]] = {}
+        self._tools = iter(case.tools)
+        self._approvals = iter(case.approvals)
+        self._persist = iter(case.persist)
+        self.create_params: dict[str, Any] = {}
+        self._event_counts: dict[str, int] = {}
+        self._holds: list[asyncio.Future[None]] = []
+        self._inflight: set[asyncio.Future[None]] = set()
+        self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
+        self._opened = 0
+
+    # -- the implementation calls the kit -------------------------------------------------------
+
+    async def callback(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer one callback; while it runs it counts as active (unless it is holding on purpose)."""
+        key = next(_KEYS)
+        self._active[key] = False
+        reset = _CALLBACK_KEY.set(key)
+        try:
+            return await self._answer(method, params)
+        finally:
+            _CALLBACK_KEY.reset(reset)
+            del self._active[key]
+
+    async def _answer(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "provider.open":
+            return self._provider_open(params)
+        if method == "provider.next":
+            return await self._provider_next(params)
+        if method == "tool.call":
+            return await self._tool_call(params)
+        if method == "host.confirm":
+            return await self._confirm(params)
+        if method == "host.emit":
+            return await self._emit(params)
+        if method == "host.sleep":
+            self.observed.sleeps.append(float(params.get("seconds", 0)))
+            return {}
+        if method == "host.createSession":
+            self.observed.record = params.get("record")
+            return {}
+        if method == "host.commitTurn":
+            return await self._commit(params)
+        if method == "host.loadSession":
+            return {"record": self.record_for_resume(self.create_params), "messages": self.observed.rows}
+        if method == "host.recordCost":
+            self.observed.costs.append(params.get("cost") or {})
+            return {}
+        raise RpcError(-32601, f"method not found: {method}")
+
+    async def _commit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Play the host's atomic commit: check the turn's shape, then append all its rows or none."""
+        turn = params.get("turn")
+        try:
+            parsed = parse_completed_turn(turn)
+        except InvalidInputError as exc:
+            self.observed.violations.append(
+                f"host.commitTurn carried a turn that is not one whole exchange: {exc}"
+            )
+            raise RpcError(-32602, "the turn is not one whole exchange") from None
+        answer = next(self._persist, None)
+        self.observed.commits.append(parsed.to_wire())
+        if answer is not None and answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer is not None and answer.fail:
+            raise RpcError(-32000, "kit: the commit failed (scripted)")
+        session_id = str(params.get("sessionId"))
+        for draft in parsed.rows:
+            self._append_row({**draft.to_wire(), "sessionId": session_id})
+        return {}
+
+    def _append_row(self, row: dict[str, Any]) -> None:
+        number = len(self.observed.rows)
+        row.setdefault("id", f"row-{number}")
+        row["sequenceNumber"] = number
+        row.setdefault("timestamp", "2026-01-01T00:00:00.000Z")
+        self.observed.rows.append(row)
+
+    def _read_export(self, path: str, where: str) -> None:
+        """Read back the file an export wrote: its exact text and the data it parses to."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError:
+            self.observed.differences.append(
+                Difference(path=where, message="export wrote no file at the path")
+            )
+            return
+        try:
+            document = YAML(typ="safe", pure=True).load(text)
+        except Exception:
+            document = None
+        self.observed.exports.append({"path": Path(path).name, "yaml": text, "document": document})
+
+    def seed_history(self, session_id: str) -> None:
+        history = self.case.setup.history
+        if history is None:
+            return
+        for message in history.messages:
+            self._append_row({"sessionId": session_id, **message})
+
+    def record_for_resume(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The record the host hands to resume: the one the session persisted, else one from the setup."""
+        base = self.observed.record or {
+            "id": self.observed.session_id or HISTORY_SESSION_ID,
+            "agentSlug": params["agent"]["id"],
+            "context": params["context"],
+            "status": "idle",
+            "totalInputTokens": 0,
+            "totalOutputTokens": 0,
+            "totalCostMicrocents": 0,
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+        }
+        overrides = self.case.setup.history.record if self.case.setup.history else None
+        return {**base, **(overrides or {})}
+
+    def _provider_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._opened += 1
+        self.observed.provider_requests.append(
+            {
+                "provider": params.get("provider"),
+                "model": params.get("model"),
+                "request": params.get("request"),
+            }
+        )
+        stream = f"stream-{self._opened}"
+        steps = next(self._provider_calls, None)
+        if steps is None:
+            self.observed.violations.append(f"provider request #{self._opened} was not scripted")
+            steps = ()
+        self._streams[stream] = iter(steps)
+        return {"stream": stream}
+
+    async def _provider_next(self, params: dict[str, Any]) -> dict[str, Any]:
+        steps = self._streams.get(str(params.get("stream")))
+        if steps is None:
+            raise RpcError(-32602, "unknown stream")
+        for step in steps:
+            if isinstance(step, DoStep):
+                await self.perform_together(as_ops(step.do))
+                continue
+            if isinstance(step, HoldStep):
+                await self._hold()
+            return {"chunk": step.to_wire()}
+        self.observed.violations.append(f"{params.get('stream')} was pulled past its scripted end")
+        error = LlmError(kind="unknown", message="kit: the script has no further chunk")
+        return {"chunk": {"type": "error", "error": error.to_wire()}}
+
+    async def _tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.observed.tool_calls.append(
+            {"name": params.get("name"), "args": params.get("args"), "callId": params.get("callId")}
+        )
+        answer = next(self._tools, None)
+        if answer is None:
+            return {"text": f"result of {params.get('name')}", "isError": False}
+        if answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer.hold:
+            await self._hold()
+        return {"text": answer.text, "isError": answer.is_error}
+
+    async def _confirm(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.observed.confirms.append(
+            {"toolId": params.get("toolId"), "action": params.get("action"), "preview": params.get("preview")}
+        )
+        answer = next(self._approvals, None)
+        if answer is None:
+            return {"approved": False}
+        step = answer if isinstance(answer, ApprovalStep) else ApprovalStep(approve=answer)
+        if step.do is not None:
+            await self.perform_together(as_ops(step.do))
+        if step.hold:
+            await self._hold()
+        return {"approved": step.approve}
+
+    async def _emit(self, params: dict[str, Any]) -> dict[str, Any]:
+        event = params.get("event")
+        if not isinstance(event, dict):
+            raise RpcError(-32602, "host.emit needs an event object")
+        self.observed.events.append(event)
+        kind = str(event.get("type"))
+        self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
+        failing = False
+        for hook in self.case.on_event:
+            if hook.type == kind and hook.nth == self._event_counts[kind]:
+                if hook.do is not None:
+                    await self.perform_together(as_ops(hook.do))
+                failing = failing or hook.fail
+        if failing:
+            raise RpcError(-32000, "kit: the host's event sink failed (scripted)")
+        return {}
+
+    async def _hold(self) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._holds.append(future)
+        key = _CALLBACK_KEY.get()
+        if key in self._active:
+            self._active[key] = True  # holding on purpose: the case may end without it
+        await future
+
+    def release_holds(self) -> None:
+        for future in self._holds:
+            future.cancel()
+
+    # -- the kit calls the implementation -------------------------------------------------------
+
+    async def perform_together(self, ops: list[OpStep]) -> None:
+        """Issue ``ops`` at once, without waiting for one to answer before sending the next."""
+        if len(ops) == 1:
+            await self.perform(ops[0])
+            return
+        self.adapter.cork()
+        try:
+            tasks = [asyncio.ensure_future(self.perform(op)) for op in ops]
+            for _ in range(3):
+                await asyncio.sleep(0)  # each call reaches the wire (held by the cork)
+        finally:
+            await self.adapter.uncork()
+        await asyncio.gather(*tasks)
+
+    async def perform(self, op: OpStep) -> None:
+        """Run one operation and check its result or refusal against the step's expectation."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._inflight.add(done)
+        try:
+            await self._perform(op)
+        finally:
+            done.set_result(None)
+            self._inflight.discard(done)
+
+    async def settle(self) -> None:
+        """Wait (bounded) until every callback has answered or is holding on purpose, and every
+        operation it started has finished; then release the held callbacks."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(self.timeout, 5.0)
+        while loop.time() < deadline and (self._inflight or not all(self._active.values())):
+            await asyncio.sleep(0.002)
+        self.release_holds()
+        await asyncio.sleep(0)
+
+    async def _perform(self, op: OpStep) -> None:
+        index = len(self.observed.results)
+        params: dict[str, Any] = {"handle": self.handle}
+        if op.op == "send":
+            params["text"] = op.text
+        elif op.op == "setTurnPolicy":
+            params["policy"] = op.policy
+        elif op.op == "runUserCommand":
+            params["command"] = _substitute(op.command, self.workdir)
+            params["args"] = _substitute(list(op.args), self.workdir)
+        elif op.op == "resume":
+            params = {**self.create_params, "record": self.record_for_resume(self.create_params)}
+            if op.agent is not None:  # a reseat: the same session on another model and its chain
+                params["agent"] = {**params["agent"], **op.agent}
+            params["messages"] = [dict(row) for row in self.observed.rows]
+            if op.state is not None:
+                params["state"] = op.state
+            self.observed.instance_starts.append(len(self.observed.events))
+        elif op.op == "export":
+            params["workflowPath"] = str(Path(self.workdir) / (op.path or "export.relavium.yaml"))
+        record: dict[str, Any] = {"op": op.op}
+        self.observed.results.append(record)
+        where = f"steps[{index}]({op.op})"
+        try:
+            result = await self.adapter.call(_OP_METHOD[op.op], params, timeout=self.timeout)
+        except OperationError as error:
+            record["error"] = error.to_observation()
+            if op.expect_error is None:
+                self.observed.differences.append(
+                    Difference(path=where, message=f"unexpected refusal: {error}", expected="a result")
+                )
+            else:
+                self.observed.differences.extend(match(op.expect_error, record["error"], where + ".error"))
+            return
+        record["result"] = result
+        if op.op == "export":
+            self._read_export(params["workflowPath"], where)
+        if op.expect_error is not None:
+            self.observed.differences.append(
+                Difference(
+                    path=where,
+                    message="expected a refusal",
+                    expected=op.expect_error,
+                    actual=_jsonable(result),
+                )
+            )
+        elif op.expect is not None:
+            self.observed.differences.extend(match(op.expect, result, where + ".result"))
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
+    setup = case.setup
+    agent = {**DEFAULT_AGENT, **(setup.agent or {})}
+    context = {"workingDir": workdir, **_substitute(setup.context or {}, workdir)}
+    return {
+        "handle": handle,
+        "agent": agent,
+        "context": context,
+        "deps": dict(setup.deps or {}),
+        "tools": list(setup.tools if setup.tools is not None else DEFAULT_TOOLS),
+    }
+
+
+def _expectations(case: Case, observed: Observation) -> list[Difference]:
+    expect = case.expect
+    events = observed.events
+    out: list[Difference] = []
+    if expect.session_events is not None:
+        actual = [e.get("type") for e in events if str(e.get("type", "")).startswith("session:")]
+        out += match(list(expect.session_events), actual, "session_events")
+    if expect.event_types is not None:
+        out += match(list(expect.event_types), [e.get("type") for e in events], "event_types")
+    for kind, wanted in (expect.events or {}).items():
+        out += match(list(wanted), [e for e in events if e.get("type") == kind], f"events[{kind}]")
+    for kind in expect.absent_events or ():
+        count = sum(1 for e in events if e.get("type") == kind)
+        if count:
+            out.append(
+                Difference(path=f"events[{kind}]", message="must not be emitted", expected=0, actual=count)
+            )
+    if expect.provider_requests is not None:
+        out += match(list(expect.provider_requests), observed.provider_requests, "provider_requests")
+    if expect.provider_request_count is not None:
+        out += match(expect.provider_request_count, len(observed.provider_requests), "provider_request_count")
+    if expect.tool_calls is not None:
+        out += match(list(expect.tool_calls), observed.tool_calls, "tool_calls")
+    if expect.confirms is not None:
+        out += match(list(expect.confirms), observed.confirms, "confirms")
+    if expect.rows is not None:
+        out += match(list(expect.rows), observed.rows, "rows")
+    if expect.commits is not None:
+        out += match(list(expect.commits), observed.commits, "commits")
+    if expect.costs is not None:
+        out += match(list(expect.costs), observed.costs, "costs")
+    if expect.exports is not None:
+        out += match(list(expect.exports), observed.exports, "exports")
+    if expect.record is not None:
+        out += match(expect.record, observed.record, "record")
+    return out
+
+
+async def execute_case(
+    case: Case,
+    adapter: Adapter,
+    hello: HelloResult,
+    *,
+    handle: str,
+    register: Any,
+    timeout: float = 15.0,
+    compare_snapshot: bool = False,
+) -> tuple[CaseResult, Observation, str]:
+    """Run ``case``; ``register(handle, world | None)`` routes the implementation's callbacks."""
+    started = time.perf_counter()
+    missing = sorted(set(case.capabilities) - set(hello.capabilities))
+    if missing:
+        result = CaseResult(
+            id=case.id,
+            title=case.title,
+            area=case.area,
+            status=CaseStatus.UNSUPPORTED,
+            clauses=case.clauses,
+            reason=f"needs undeclared capability {', '.join(missing)}",
+        )
+        return result, Observation(), ""
+    workdir = tempfile.mkdtemp(prefix="relavium-case-")
+    world = CaseWorld(case, adapter, handle, workdir, timeout)
+    register(handle, world)
+    status = CaseStatus.PASSED
+    reason: str | None = None
+    stderr_tail: str | None = None
+    try:
+        world.create_params = _create_params(case, handle, workdir)
+        if case.setup.history is not None:
+            world.create_params["sessionId"] = str(
+                (case.setup.history.record or {}).get("id", HISTORY_SESSION_ID)
+            )
+        created = await adapter.call("session.create", world.create_params, timeout=timeout)
+        world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
+        world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
+        if case.setup.policy is not None:
+            await adapter.call(
+                "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
+            )
+        for step in case.steps:
+            await world.perform(step)
+    except AdapterError as exc:
+        status, reason = CaseStatus.ERRORED, one_line(exc.reason)
+        tail = adapter.stderr_tail()
+        stderr_tail = "\n".join(tail[-20:]) if tail else None
+        with contextlib.suppress(Exception):
+            await adapter.recover()
+    except OperationError as exc:
+        status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
+    finally:
+        await world.settle()
+        register(handle, None)
+        observed_snapshot = world.observed.snapshot(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+    observed = world.observed
+    differences: list[Difference] = []
+    if status is CaseStatus.PASSED:
+        differences = list(observed.differences)
+        differences += [Difference(path="world", message=v) for v in observed.violations]
+        starts = [*observed.instance_starts, len(observed.events)]
+        for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
+            differences += check_envelope(observed.events[begin:end], observed.session_id)
+        differences += _expectations(case, observed)
+        if compare_snapshot:
+            differences += _snapshot_differences(case, observed_snapshot)
+        if differences:
+            status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
+    result = CaseResult(
+        id=case.id,
+        title=case.title,
+        area=case.area,
+        status=status,
+        clauses=case.clauses,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        reason=reason,
+        differences=tuple(differences) if status is CaseStatus.FAILED else (),
+        stderr_tail=stderr_tail if status is CaseStatus.ERRORED else None,
+    )
+    return (
+        result,
+        observed,
+        json.dumps(observed_snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    )
+
+
+def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:
+    path = snapshot_path(case)
+    if not path.is_file():
+        return []
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if stored == snapshot:
+        return []
+    return [
+        Difference(path=f"snapshot.{key}", message="differs from the reference snapshot")
+        for key in sorted(set(stored) | set(snapshot))
+        if stored.get(key) != snapshot.get(key)
+    ]

@@ -1,0 +1,183 @@
+"""``selftest``: proof that the kit's cases bite and that the runner survives a misbehaving program.
+
+1. Every deliberately broken implementation (``_broken.py``) is run against the cases that cite the
+   clauses it breaks.  It is **caught** when at least one of those cases fails or errors, while the
+   reference engine passes all of them (so the failure is the break's doing, not the case's).
+2. The reference stdio server is run in each misbehaving mode (crash, hang, garbage line, stderr noise,
+   wrong protocol version): the run must finish, every case must have a result, the broken ones must be
+   ``errored`` with a reason, and after a restart the next case must pass.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
+from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._report.results import CaseStatus, RunResult
+from relavium_conformance._run.runner import run_cases
+from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
+from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
+
+__all__ = ["BrokenVerdict", "MisbehaviourVerdict", "SelftestReport", "run_selftest"]
+
+
+@dataclass(frozen=True)
+class BrokenVerdict:
+    name: str
+    rule: str
+    clauses: tuple[str, ...]
+    cases: tuple[str, ...]
+    failed: tuple[str, ...]
+    reference_failed: tuple[str, ...]
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.cases) and bool(self.failed) and not self.reference_failed
+
+    @property
+    def explanation(self) -> str:
+        if not self.cases:
+            return "no case cites " + ", ".join(self.clauses)
+        if self.reference_failed:
+            return "the reference fails these cases too: " + ", ".join(self.reference_failed)
+        if not self.failed:
+            return f"all {len(self.cases)} citing cases still pass"
+        return f"{len(self.failed)} of {len(self.cases)} citing cases fail: " + ", ".join(self.failed)
+
+
+@dataclass(frozen=True)
+class MisbehaviourVerdict:
+    mode: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class SelftestReport:
+    broken: list[BrokenVerdict] = field(default_factory=list)
+    misbehaviours: list[MisbehaviourVerdict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.caught for v in self.broken) and all(m.ok for m in self.misbehaviours)
+
+    def proofs(self) -> dict[str, list[str]]:
+        """Clause id -> names of the broken implementations whose citing cases proved they bite."""
+        out: dict[str, list[str]] = {}
+        for verdict in self.broken:
+            if verdict.caught:
+                for clause in verdict.clauses:
+                    out.setdefault(clause, []).append(verdict.name)
+        return out
+
+
+def _citing(cases: Sequence[AnyCase], clauses: Sequence[str]) -> tuple[AnyCase, ...]:
+    wanted = set(clauses)
+    return tuple(c for c in cases if wanted & set(c.clauses))
+
+
+async def _statuses(
+    adapter: InProcessAdapter | StdioAdapter, cases: Sequence[AnyCase], timeout: float
+) -> RunResult:
+    outcome = await run_cases(adapter, cases, timeout=timeout, snapshots=False)
+    return outcome.run
+
+
+async def check_broken(
+    broken: BrokenImplementation, cases: Sequence[AnyCase], reference: RunResult, timeout: float
+) -> BrokenVerdict:
+    citing = _citing(cases, broken.clauses)
+    failed: tuple[str, ...] = ()
+    if citing:
+        run = await _statuses(InProcessAdapter(f"broken:{broken.name}", broken.factory()), citing, timeout)
+        failed = tuple(c.id for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED))
+    ids = {c.id for c in citing}
+    # a case the reference itself cannot run (an undeclared capability) proves nothing either way
+    reference_failed = tuple(
+        c.id for c in reference.cases if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
+    )
+    return BrokenVerdict(
+        name=broken.name,
+        rule=broken.rule,
+        clauses=broken.clauses,
+        cases=tuple(sorted(ids)),
+        failed=failed,
+        reference_failed=reference_failed,
+    )
+
+
+def _server(mode: str, marker: Path | None) -> list[str]:
+    command = [sys.executable, "-m", "relavium_conformance", "stdio-server", "--misbehave", mode]
+    if marker is not None:
+        command += ["--once-marker", str(marker)]
+    return command
+
+
+async def check_misbehaviour(mode: str, cases: Sequence[AnyCase], timeout: float) -> MisbehaviourVerdict:
+    """Run two sending cases against a server misbehaving in ``mode``; judge the runner's survival."""
+    with tempfile.TemporaryDirectory(prefix="relavium-selftest-") as folder:
+        marker = Path(folder) / "misbehaved" if mode in ("crash", "hang", "garbage") else None
+        adapter = StdioAdapter(f"misbehaving:{mode}", _server(mode, marker), request_timeout=timeout)
+        run = (await run_cases(adapter, cases, timeout=timeout, snapshots=False)).run
+    statuses = [c.status for c in run.cases]
+    reasons = [c.reason or "" for c in run.cases]
+    if len(statuses) != len(cases):
+        return MisbehaviourVerdict(mode, False, f"{len(statuses)} results for {len(cases)} cases")
+    if mode == "stderr-noise":
+        ok = all(s is CaseStatus.PASSED for s in statuses)
+        return MisbehaviourVerdict(
+            mode, ok, "noise on stderr did not disturb the protocol" if ok else str(reasons)
+        )
+    if mode == "wrong-version":
+        ok = all(
+            s is CaseStatus.ERRORED and c.handshake_failed for s, c in zip(statuses, run.cases, strict=True)
+        )
+        detail = reasons[0] if reasons else ""
+        return MisbehaviourVerdict(
+            mode, ok, f"every case errored at the handshake: {detail}" if ok else str(reasons)
+        )
+    if len(statuses) < 2:
+        return MisbehaviourVerdict(mode, False, "needs at least two sending cases to show the restart")
+    first_errored = statuses[0] is CaseStatus.ERRORED and bool(reasons[0])
+    ok = first_errored and all(s is CaseStatus.PASSED for s in statuses[1:])
+    detail = f"first case errored ({reasons[0]}); after a restart the rest passed"
+    return MisbehaviourVerdict(
+        mode, ok, detail if ok else f"statuses {[s.value for s in statuses]}: {reasons}"
+    )
+
+
+async def run_selftest(
+    *,
+    timeout: float = 10.0,
+    misbehaviour_timeout: float = 3.0,
+    on_progress: Callable[[str], None] | None = None,
+    include_misbehaviours: bool = True,
+) -> SelftestReport:
+    cases = load_cases()
+    reference = await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
+    report = SelftestReport()
+    for broken in BROKEN_IMPLEMENTATIONS:
+        verdict = await check_broken(broken, cases, reference, timeout)
+        report.broken.append(verdict)
+        if on_progress:
+            on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
+    if include_misbehaviours:
+        sending = [
+            c
+            for c in cases
+            if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
+        ][:2]
+        from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
+
+        for mode in MISBEHAVIOURS:
+            survived = await check_misbehaviour(mode, sending, misbehaviour_timeout)
+            report.misbehaviours.append(survived)
+            if on_progress:
+                word = "survived" if survived.ok else "FAILED"
+                on_progress(f"{word}  misbehaving program ({mode}): {survived.detail}")
+    return report

@@ -1,0 +1,220 @@
+"""Adapters: how the kit reaches an implementation. One message set, two transports.
+
+* :class:`InProcessAdapter` calls a Python object that serves the message set (the reference engine,
+  or any Python port) directly.  Each call and each callback runs in a task of its own, exactly as it
+  would over stdio, so an implementation cannot tell the transports apart.
+* :class:`StdioAdapter` runs a program and speaks JSON-RPC 2.0 over its stdin/stdout (one object per
+  line, requests both ways); stderr is captured out of band.
+
+Adapter names on the command line: ``reference`` (in-process reference engine), ``reference-stdio``
+(the reference engine as a subprocess, through this very protocol), ``stdio:COMMAND`` (any program).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
+from relavium_conformance._wire.process import SubprocessConnection
+from relavium_conformance._wire.protocol import Callback, HelloResult, OperationError, error_from_rpc
+
+__all__ = [
+    "Adapter",
+    "InProcessAdapter",
+    "InProcessImplementation",
+    "OperationError",
+    "StdioAdapter",
+    "kit_hello_params",
+    "reference_stdio_command",
+    "resolve_adapter",
+]
+
+
+def kit_hello_params() -> dict[str, Any]:
+    from relavium_conformance._reference.impl import _version
+
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "kit": {"name": "relavium-conformance", "version": _version()},
+    }
+
+
+class Adapter(Protocol):
+    """The one boundary the runner uses. ``call`` raises :class:`OperationError` for a refusal the
+    implementation reported, and :class:`AdapterError` when the implementation broke the protocol."""
+
+    name: str
+
+    async def open(self, callback: Callback) -> HelloResult: ...
+
+    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any: ...
+
+    async def recover(self) -> None:
+        """After an :class:`AdapterError`: make the implementation usable again (restart it)."""
+        ...
+
+    def stderr_tail(self) -> list[str]: ...
+
+    def cork(self) -> None:
+        """Hold outgoing calls until :meth:`uncork` sends them together."""
+        ...
+
+    async def uncork(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class InProcessImplementation(Protocol):
+    """A Python object serving the message set (see ``ReferenceImplementation``)."""
+
+    def hello_result(self) -> HelloResult: ...
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any: ...
+
+
+class InProcessAdapter:
+    """Serves the message set by direct calls, each in its own task (as the stdio transport does)."""
+
+    def __init__(self, name: str, factory: Callable[[Callback], InProcessImplementation]) -> None:
+        self.name = name
+        self._factory = factory
+        self._implementation: InProcessImplementation | None = None
+        self._callback: Callback | None = None
+        self._callbacks: set[asyncio.Future[Any]] = set()
+
+    async def open(self, callback: Callback) -> HelloResult:
+        self._callback = callback
+
+        async def isolated(method: str, params: dict[str, Any]) -> Any:
+            # The kit's answer is computed in the kit's own task: cancelling the implementation's
+            # waiting task abandons the request, like a JSON-RPC request already on the wire.
+            task = asyncio.ensure_future(callback(method, params))
+            self._callbacks.add(task)
+            task.add_done_callback(self._callbacks.discard)
+            return await asyncio.shield(task)
+
+        self._implementation = self._factory(isolated)
+        return self._implementation.hello_result()
+
+    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        if self._implementation is None:
+            raise KitUsageError("the adapter is not open")
+        task = asyncio.ensure_future(self._implementation.handle(method, params))
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(task)
+        except RpcError as exc:
+            raise error_from_rpc(exc) from None
+        except TimeoutError:
+            task.cancel()
+            raise AdapterError(f"no answer to {method!r} within {timeout:g} s") from None
+
+    async def recover(self) -> None:
+        if self._callback is not None:
+            await self.open(self._callback)
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    def cork(self) -> None:
+        """Calls started together already run together in-process: nothing to hold."""
+
+    async def uncork(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._implementation = None
+        pending = [task for task in self._callbacks if not task.done()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+class StdioAdapter:
+    """Runs a program and speaks the message set to it as JSON-RPC over stdio."""
+
+    def __init__(
+        self,
+        name: str,
+        command: str | list[str],
+        *,
+        validate: Callable[..., None] | None = None,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self.name = name
+        self._callback: Callback | None = None
+        self._connection = SubprocessConnection(
+            command, handler=self._serve, validate=validate, request_timeout=request_timeout
+        )
+
+    async def _serve(self, method: str, params: dict[str, Any]) -> Any:
+        if self._callback is None:
+            raise RpcError(-32601, f"the kit is not serving callbacks now ({method})")
+        return await self._callback(method, params)
+
+    async def open(self, callback: Callback) -> HelloResult:
+        self._callback = callback
+        result = await self._connection.start(kit_hello_params())
+        return _parse_hello(result)
+
+    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        try:
+            if timeout is None:
+                return await self._connection.peer.request(method, params)
+            return await self._connection.peer.request(method, params, timeout=timeout)
+        except RpcError as exc:
+            raise error_from_rpc(exc) from None
+
+    async def recover(self) -> None:
+        await self._connection.restart()
+
+    def stderr_tail(self) -> list[str]:
+        return self._connection.stderr_tail(20)
+
+    def cork(self) -> None:
+        self._connection.peer.cork()
+
+    async def uncork(self) -> None:
+        await self._connection.peer.uncork()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._connection.close()
+
+
+def _parse_hello(result: Any) -> HelloResult:
+    from relavium_reference import InvalidInputError
+    from relavium_reference._model.shapes import parse_strict
+
+    try:
+        return parse_strict(HelloResult, result)
+    except InvalidInputError as exc:
+        raise AdapterError(f"the hello answer is malformed: {exc}") from None
+
+
+def _reference_factory(callback: Callback) -> InProcessImplementation:
+    from relavium_conformance._reference.impl import ReferenceImplementation
+
+    return ReferenceImplementation(callback)
+
+
+def reference_stdio_command() -> list[str]:
+    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
+
+
+def resolve_adapter(
+    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
+) -> Adapter:
+    """``reference`` | ``reference-stdio`` | ``stdio:COMMAND``."""
+    if name == "reference":
+        return InProcessAdapter("reference", _reference_factory)
+    if name == "reference-stdio":
+        return StdioAdapter(name, reference_stdio_command(), validate=validate, request_timeout=timeout)
+    if name.startswith("stdio:") and name[len("stdio:") :].strip():
+        return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
+    raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")

@@ -1,0 +1,701 @@
+"""A line-delimited JSON-RPC 2.0 peer over an asyncio stream pair.
+
+Both sides of the stdio transport send requests: the kit calls operations, and while one is pending the
+implementation calls the kit back (provider chunks, tools, host decisions), and the kit may send further
+requests before it answers.  :class:`JsonRpcPeer` is therefore symmetric: it sends requests and
+notifications, correlates answers by id, and serves incoming requests through one owner-supplied handler,
+each in its own task, answering each as soon as it finishes.
+
+The module knows nothing about sessions.  The kit's message set is built on top of it through three
+seams: the ``handler`` (incoming calls), the ``validate`` hook (every message, both directions, with the
+method it belongs to), and the plain-dict parameters and results.
+
+Failures of the other side are :class:`~relavium_conformance._errors.AdapterError` leaves with a one-line
+``reason``; after any of them the peer is *broken*: every pending request fails with that error and every
+later call fails fast with it.  Closing the peer ourselves is not a failure of the other side: it is
+:class:`PeerClosed`.
+
+Wire format: one JSON object per line, UTF-8, ``\\n``-terminated (a ``\\r`` before it is tolerated); batches
+(JSON arrays) are not supported.  Our ids are integers counting from 1; incoming ids may be integers or
+strings and are echoed back unchanged.  Parameters we receive must be by name (an object) or absent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import re
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import IO, Any, Final, Literal, Protocol, TypeAlias
+
+from relavium_conformance._errors import AdapterError, KitError
+
+__all__ = [
+    "DEFAULT_LINE_LIMIT",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "PROTOCOL_VERSION",
+    "Direction",
+    "EnvelopeKind",
+    "Handler",
+    "JsonObject",
+    "JsonRpcPeer",
+    "MalformedMessage",
+    "OversizeMessage",
+    "Params",
+    "PeerClosed",
+    "PeerCrashed",
+    "PeerTimeout",
+    "ProtocolMismatch",
+    "RpcError",
+    "Validator",
+    "check_protocol_version",
+    "encode_message",
+    "envelope_kind",
+    "open_stdio_streams",
+    "quote",
+]
+
+#: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
+PROTOCOL_VERSION: Final = "1.0"
+
+#: Longest accepted message line, in bytes (asyncio's own default, 64 KiB, is far too small).
+DEFAULT_LINE_LIMIT: Final = 16 * 1024 * 1024
+
+#: How many characters of an offending line a reason quotes.
+QUOTE_LIMIT: Final = 200
+
+# Error codes reserved by JSON-RPC 2.0.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+Direction: TypeAlias = Literal["incoming", "outgoing"]
+EnvelopeKind: TypeAlias = Literal["request", "notification", "result", "error"]
+JsonObject: TypeAlias = dict[str, Any]
+#: Outgoing parameters: by name (a mapping), by position (a sequence), or none.
+Params: TypeAlias = Mapping[str, Any] | Sequence[Any] | None
+#: Serves one incoming request or notification: ``await handler(method, params)`` returns the result.
+Handler: TypeAlias = Callable[[str, JsonObject], Awaitable[Any]]
+#: Says, in a few words, why the other side's output ended (exit code, last stderr lines).
+EofDescriber: TypeAlias = Callable[[], Awaitable[str]]
+
+
+class Validator(Protocol):
+    """Checks one message; raising any ``Exception`` rejects it (a protocol failure that breaks the peer).
+
+    ``method`` is the method the message belongs to: its own for a request or notification, the method
+    of the request it answers for a response (``None`` when that is unknown).
+    """
+
+    def __call__(self, direction: Direction, message: JsonObject, method: str | None) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+
+
+class PeerCrashed(AdapterError):
+    """The other side's output ended (end of file, process exit, broken pipe)."""
+
+
+class PeerTimeout(AdapterError):
+    """A request was not answered within its timeout."""
+
+
+class MalformedMessage(AdapterError):
+    """A line that is not JSON, not an object, not JSON-RPC 2.0, not expected, or fails validation."""
+
+
+class ProtocolMismatch(AdapterError):
+    """The implementation speaks another major version of the protocol, or refused the handshake."""
+
+
+class OversizeMessage(AdapterError):
+    """A message line is longer than the line limit."""
+
+
+class PeerClosed(KitError):
+    """The kit closed this peer (or its connection) itself; it cannot be used any more."""
+
+
+class RpcError(KitError):
+    """A JSON-RPC error object: raised by a handler to answer with an error, and raised by
+    :meth:`JsonRpcPeer.request` when the other side answered with one (an answer, not a breakage).
+
+    ``data=None`` means the ``data`` member is absent.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_object(self) -> JsonObject:
+        error: JsonObject = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __repr__(self) -> str:
+        return f"RpcError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure helpers
+
+
+def quote(text: str) -> str:
+    """At most :data:`QUOTE_LIMIT` characters of ``text``, on one line, marked when cut."""
+    cut = text[:QUOTE_LIMIT]
+    return repr(cut) + ("..." if len(text) > QUOTE_LIMIT else "")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text[:QUOTE_LIMIT]
+
+
+def encode_message(message: Mapping[str, Any]) -> bytes:
+    """One message as one line: compact separators, UTF-8 (not ASCII-escaped), a final ``\\n``.
+
+    Raises ``TypeError``/``ValueError`` for values JSON cannot carry (including NaN and infinities).
+    """
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8") + b"\n"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_id(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+_REQUEST_MEMBERS: Final = frozenset({"jsonrpc", "method", "params", "id"})
+_RESULT_MEMBERS: Final = frozenset({"jsonrpc", "id", "result"})
+_ERROR_MEMBERS: Final = frozenset({"jsonrpc", "id", "error"})
+_ERROR_OBJECT_MEMBERS: Final = frozenset({"code", "message", "data"})
+
+
+def _refuse_extra(message: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    extra = sorted(set(message) - allowed)
+    if extra:
+        raise ValueError(f"unexpected members {extra}")
+
+
+def envelope_kind(message: object) -> EnvelopeKind:
+    """Classify a decoded message as a JSON-RPC 2.0 envelope, or raise ``ValueError`` saying why not.
+
+    Stricter than the letter of JSON-RPC in one way only: members it does not define are refused (the
+    same rule as ``schemas/protocol/jsonrpc.schema.json``).
+    """
+    if not isinstance(message, dict):
+        raise ValueError(f"not a JSON object but {type(message).__name__}")
+    if message.get("jsonrpc") != "2.0":
+        raise ValueError('"jsonrpc" is not "2.0"')
+    if "method" in message:
+        _refuse_extra(message, _REQUEST_MEMBERS)
+        if not isinstance(message["method"], str):
+            raise ValueError('"method" is not a string')
+        if "params" in message and not isinstance(message["params"], dict | list):
+            raise ValueError('"params" is neither an object nor an array')
+        if "id" not in message:
+            return "notification"
+        if not _is_id(message["id"]):
+            raise ValueError('a request "id" must be an integer or a string')
+        return "request"
+    if "result" in message and "error" in message:
+        raise ValueError('a response has both "result" and "error"')
+    if "result" in message:
+        _refuse_extra(message, _RESULT_MEMBERS)
+        if "id" not in message or not _is_id(message["id"]):
+            raise ValueError('a result needs an integer or string "id"')
+        return "result"
+    if "error" in message:
+        _refuse_extra(message, _ERROR_MEMBERS)
+        if "id" not in message or not (message["id"] is None or _is_id(message["id"])):
+            raise ValueError('an error response needs an "id" (integer, string or null)')
+        error = message["error"]
+        if not isinstance(error, dict):
+            raise ValueError('"error" is not an object')
+        _refuse_extra(error, _ERROR_OBJECT_MEMBERS)
+        code = error.get("code")
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise ValueError('"error.code" is not an integer')
+        if not isinstance(error.get("message"), str):
+            raise ValueError('"error.message" is not a string')
+        return "error"
+    raise ValueError('neither a request ("method"), nor a response ("result" or "error")')
+
+
+_VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?")
+
+
+def _major(version: str) -> int | None:
+    match = _VERSION.fullmatch(version)
+    return int(match.group(1)) if match else None
+
+
+def check_protocol_version(kit_version: str, hello_result: object) -> str:
+    """Check a ``hello`` answer and return the implementation's ``protocolVersion``.
+
+    Raises :class:`MalformedMessage` when the answer is not an object carrying a ``MAJOR.MINOR[.PATCH]``
+    string, and :class:`ProtocolMismatch` when its major differs from ``kit_version``'s.
+    """
+    if not isinstance(hello_result, dict):
+        raise MalformedMessage(f"the hello answer is not an object: {quote(json.dumps(hello_result))}")
+    answered = hello_result.get("protocolVersion")
+    if not isinstance(answered, str) or _major(answered) is None:
+        raise MalformedMessage(
+            "the hello answer has no protocolVersion of the form MAJOR.MINOR: "
+            + quote(json.dumps(hello_result, ensure_ascii=False))
+        )
+    if _major(answered) != _major(kit_version):
+        raise ProtocolMismatch(
+            f"the implementation speaks protocol {answered}, the kit speaks {kit_version} "
+            "(the major versions must be equal)"
+        )
+    return answered
+
+
+async def open_stdio_streams(
+    *,
+    line_limit: int = DEFAULT_LINE_LIMIT,
+    stdin: IO[Any] | None = None,
+    stdout: IO[Any] | None = None,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Asyncio streams over this process's own stdin and stdout (pipes), for serving the protocol
+    from the implementation's side: ``JsonRpcPeer(*await open_stdio_streams(), handler=...)``.
+
+    The pipes become non-blocking: nothing else may write to stdout (log to stderr instead).
+    """
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=line_limit)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin or sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), stdout or sys.stdout
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+# --------------------------------------------------------------------------------------------------
+# The peer
+
+
+class _Default(Enum):
+    DEFAULT = "default"
+
+
+_DEFAULT: Final = _Default.DEFAULT
+
+
+@dataclass
+class _Pending:
+    method: str
+    future: asyncio.Future[Any]
+
+
+def _fresh(error: KitError) -> KitError:
+    """A copy of ``error`` without traceback, so one failure can be raised many times."""
+    return copy.copy(error).with_traceback(None)
+
+
+class JsonRpcPeer:
+    """One end of a line-delimited JSON-RPC 2.0 connection.
+
+    Create it inside a running event loop; it starts reading at once.  ``reader`` must have been
+    created with ``limit=line_limit`` (or more): a longer line is an :class:`OversizeMessage`.
+
+    ``handler`` serves incoming requests *and* notifications (for a notification its result is
+    dropped).  Raise :class:`RpcError` from it to answer with an error; any other exception is
+    answered with ``INTERNAL_ERROR`` and kept in :attr:`handler_errors` (a bug of the owner, not of the
+    other side).  Without a handler every incoming request is answered ``METHOD_NOT_FOUND``.
+    Handlers start in arrival order, each in its own task, so a handler may itself send requests.
+
+    ``validate`` is called for every message in both directions (see :class:`Validator`).
+    ``describe_eof`` is awaited when the other side's output ends, to say why in the
+    :class:`PeerCrashed` reason.  ``handler`` and ``validate`` may be replaced at any time.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        handler: Handler | None = None,
+        validate: Validator | None = None,
+        line_limit: int = DEFAULT_LINE_LIMIT,
+        default_timeout: float | None = None,
+        describe_eof: EofDescriber | None = None,
+    ) -> None:
+        self.handler = handler
+        self.validate = validate
+        #: Exceptions (other than :class:`RpcError`) raised by the handler, in order.
+        self.handler_errors: list[BaseException] = []
+        self._reader = reader
+        self._writer = writer
+        self._line_limit = line_limit
+        self._default_timeout = default_timeout
+        self._describe_eof = describe_eof
+        self._next_id = 1
+        self._pending: dict[int, _Pending] = {}
+        self._abandoned: dict[int, str] = {}  # cancelled requests whose late answers are ignored
+        self._incoming: set[int | str] = set()  # ids of incoming requests being served
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._write_lock = asyncio.Lock()
+        self._corked: list[bytes] | None = None
+        self._failure: KitError | None = None
+        self._failed = asyncio.Event()
+        self._closed = False
+        self._reader_task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
+            self._read_loop()
+        )
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def failure(self) -> KitError | None:
+        """What broke the peer (an ``AdapterError``, or :class:`PeerClosed`), or ``None`` if usable."""
+        return self._failure
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` was called."""
+        return self._closed
+
+    @property
+    def pending_methods(self) -> list[str]:
+        """Methods of our requests still waiting for an answer, oldest first."""
+        return [pending.method for pending in self._pending.values()]
+
+    async def wait_failure(self) -> KitError:
+        """Wait until the peer is broken or closed, and return why (for a server: serve until then)."""
+        await self._failed.wait()
+        assert self._failure is not None
+        return self._failure
+
+    def _raise_if_unusable(self) -> None:
+        if self._failure is not None:
+            raise _fresh(self._failure) from None
+
+    def _fail(self, error: KitError) -> None:
+        """Break the peer with ``error`` (the first failure wins)."""
+        if self._failure is not None:
+            return
+        self._failure = error
+        self._failed.set()
+        pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            if not entry.future.done():
+                entry.future.set_exception(_fresh(error))
+        current = asyncio.current_task()
+        for task in list(self._tasks):
+            if task is not current:
+                task.cancel()
+        if self._reader_task is not None and self._reader_task is not current:
+            self._reader_task.cancel()
+
+    def _fail_and_raise(self, error: KitError) -> None:
+        self._fail(error)
+        self._raise_if_unusable()
+
+    async def _crash(self, what: str) -> None:
+        if self._failure is not None:
+            return
+        methods = [repr(method) for method in self.pending_methods]
+        reason = what
+        if methods:
+            reason += f" while {', '.join(methods)} {'was' if len(methods) == 1 else 'were'} pending"
+        if self._describe_eof is not None:
+            try:
+                detail = await self._describe_eof()
+            except Exception as exc:  # the describer is a convenience: its failure must not hide ours
+                detail = f"(could not describe the end: {_first_line(exc)})"
+            if detail:
+                reason += f"; {detail}"
+        self._fail(PeerCrashed(reason))
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def _check(self, direction: Direction, message: JsonObject, method: str | None, line: str) -> None:
+        if self.validate is None:
+            return
+        try:
+            self.validate(direction, message, method)
+        except Exception as exc:
+            self._fail_and_raise(
+                MalformedMessage(f"{direction} message fails validation ({_first_line(exc)}): {quote(line)}")
+            )
+
+    def cork(self) -> None:
+        """Hold outgoing messages until :meth:`uncork`, which writes them all in one write: the other
+        side then reads them together (how the kit issues two operations "at the same moment")."""
+        if self._corked is None:
+            self._corked = []
+
+    async def uncork(self) -> None:
+        lines, self._corked = self._corked, None
+        if not lines:
+            return
+        async with self._write_lock:
+            self._raise_if_unusable()
+            try:
+                self._writer.write(b"".join(lines))
+                await self._writer.drain()
+            except OSError as exc:
+                await self._crash(f"writing failed ({type(exc).__name__})")
+                self._raise_if_unusable()
+
+    async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
+        self._raise_if_unusable()
+        self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
+        if self._corked is not None:
+            self._corked.append(line)
+            return
+        async with self._write_lock:
+            self._raise_if_unusable()
+            try:
+                self._writer.write(line)
+                await self._writer.drain()
+            except OSError as exc:  # BrokenPipeError, ConnectionResetError: the other side is gone
+                await self._crash(f"writing failed ({type(exc).__name__})")
+                self._raise_if_unusable()
+
+    async def request(
+        self,
+        method: str,
+        params: Params = None,
+        *,
+        timeout: float | Literal[_Default.DEFAULT] | None = _DEFAULT,
+    ) -> Any:
+        """Send a request and return its result.
+
+        ``timeout`` (seconds, ``None`` = wait forever) defaults to the peer's ``default_timeout``.
+        Raises :class:`RpcError` if the answer is an error object (the peer stays usable);
+        ``TypeError``/``ValueError`` if ``params`` cannot be encoded (nothing is sent, the peer stays
+        usable); :class:`PeerTimeout`, :class:`PeerCrashed`, :class:`MalformedMessage` or
+        :class:`OversizeMessage` when the other side broke the protocol (the peer is broken); and
+        :class:`PeerClosed` after :meth:`aclose`.  Cancelling the awaiting task abandons the request:
+        nothing is sent, and its late answer is ignored.
+        """
+        self._raise_if_unusable()
+        request_id = self._next_id
+        message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        line = encode_message(message)
+        self._next_id += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = _Pending(method, future)
+        limit = self._default_timeout if timeout is _DEFAULT else timeout
+        scope = asyncio.timeout(limit)
+        try:
+            await self._send(message, line, method)
+            async with scope:
+                return await future
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            self._pending.pop(request_id, None)
+            self._fail(PeerTimeout(f"no answer to {method!r} (request {request_id}) within {limit:g} s"))
+            self._raise_if_unusable()
+            raise  # unreachable: the peer is broken now
+        except asyncio.CancelledError:
+            if self._pending.pop(request_id, None) is not None:
+                self._abandoned[request_id] = method
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def notify(self, method: str, params: Params = None) -> None:
+        """Send a notification (no answer expected).  Raises as :meth:`request` does when sending."""
+        self._raise_if_unusable()
+        message: JsonObject = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message, encode_message(message), method)
+
+    # -- receiving --------------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        try:
+            while self._failure is None:
+                try:
+                    line = await self._reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial:
+                        text = exc.partial.decode("utf-8", "replace")
+                        await self._crash(f"output ended inside an unterminated line {quote(text)}")
+                    else:
+                        await self._crash("output ended")
+                    return
+                except asyncio.LimitOverrunError:
+                    head = (await self._reader.read(QUOTE_LIMIT)).decode("utf-8", "replace")
+                    self._fail(
+                        OversizeMessage(
+                            f"a message line is longer than the {self._line_limit}-byte line limit; "
+                            f"it starts {quote(head)}"
+                        )
+                    )
+                    return
+                if len(line) > self._line_limit + 1:
+                    text = line[:QUOTE_LIMIT].decode("utf-8", "replace")
+                    self._fail(
+                        OversizeMessage(
+                            f"a message line of {len(line) - 1} bytes is longer than the "
+                            f"{self._line_limit}-byte line limit; it starts {quote(text)}"
+                        )
+                    )
+                    return
+                self._receive(line)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, ValueError) as exc:  # a broken transport under the reader
+            await self._crash(f"reading failed ({type(exc).__name__}: {_first_line(exc)})")
+
+    def _receive(self, raw: bytes) -> None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._fail(MalformedMessage(f"a line that is not UTF-8: {quote(raw.decode('utf-8', 'replace'))}"))
+            return
+        text = text.removesuffix("\n").removesuffix("\r")
+        try:
+            message = json.loads(text, parse_constant=_refuse_constant)
+        except ValueError:
+            self._fail(MalformedMessage(f"a line that is not JSON: {quote(text)}"))
+            return
+        try:
+            kind = envelope_kind(message)
+        except ValueError as exc:
+            self._fail(MalformedMessage(f"not a JSON-RPC 2.0 message ({exc}): {quote(text)}"))
+            return
+        if kind in ("request", "notification"):
+            method: str | None = message["method"]
+        else:
+            entry = self._pending.get(message["id"])
+            method = entry.method if entry is not None else self._abandoned.get(message["id"])
+        try:
+            self._check("incoming", message, method, text)
+        except (AdapterError, PeerClosed):
+            return
+        if kind == "request":
+            self._start_serving(message, text)
+        elif kind == "notification":
+            self._spawn(self._serve(None, message["method"], message.get("params")))
+        else:
+            self._settle(kind, message, text)
+
+    def _start_serving(self, message: JsonObject, text: str) -> None:
+        request_id: int | str = message["id"]
+        if request_id in self._incoming:
+            self._fail(MalformedMessage(f"a request reuses the id of one still being served: {quote(text)}"))
+            return
+        self._incoming.add(request_id)
+        self._spawn(self._serve(request_id, message["method"], message.get("params")))
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _settle(self, kind: EnvelopeKind, message: JsonObject, text: str) -> None:
+        response_id = message["id"]
+        if response_id is None:
+            self._fail(MalformedMessage(f"an error answer tied to no request (id null): {quote(text)}"))
+            return
+        entry = self._pending.pop(response_id, None) if isinstance(response_id, int) else None
+        if entry is None:
+            if self._abandoned.pop(response_id, None) is not None:
+                return  # the late answer to a request we gave up on
+            self._fail(
+                MalformedMessage(f"an answer to no pending request (id {response_id!r}): {quote(text)}")
+            )
+            return
+        if entry.future.done():
+            return
+        if kind == "result":
+            entry.future.set_result(message["result"])
+        else:
+            error = message["error"]
+            entry.future.set_exception(RpcError(error["code"], error["message"], error.get("data")))
+
+    async def _serve(self, request_id: int | str | None, method: str, params: Any) -> None:
+        try:
+            response: JsonObject
+            try:
+                if isinstance(params, list):
+                    raise RpcError(INVALID_PARAMS, "params must be an object (by name), not an array")
+                if self.handler is None:
+                    raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+                result = await self.handler(method, params if params is not None else {})
+                response = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            except RpcError as exc:
+                response = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_object()}
+            except Exception as exc:
+                self.handler_errors.append(exc)
+                response = self._internal_error(request_id, f"the handler of {method!r} failed", exc)
+            if request_id is None:
+                return
+            try:
+                line = encode_message(response)
+            except (TypeError, ValueError) as exc:
+                self.handler_errors.append(exc)
+                response = self._internal_error(request_id, f"the result of {method!r} is not JSON", exc)
+                line = encode_message(response)
+            with contextlib.suppress(AdapterError, PeerClosed):
+                await self._send(response, line, method)
+        finally:
+            if request_id is not None:
+                self._incoming.discard(request_id)
+
+    @staticmethod
+    def _internal_error(request_id: int | str | None, message: str, exc: Exception) -> JsonObject:
+        data = {"exception": type(exc).__name__, "detail": _first_line(exc)}
+        return {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": INTERNAL_ERROR, "message": message, "data": data},
+        }
+
+    # -- closing ----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop: pending requests fail with :class:`PeerClosed` (unless already broken), handler tasks
+        are cancelled, the writer is closed.  Idempotent; later calls raise the failure (or
+        :class:`PeerClosed`)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._fail(PeerClosed("the kit closed this connection"))
+        current = asyncio.current_task()
+        others = [
+            task for task in (*self._tasks, self._reader_task) if task is not None and task is not current
+        ]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        self._reader_task = None
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+    async def __aenter__(self) -> JsonRpcPeer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

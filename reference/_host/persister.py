@@ -1,0 +1,82 @@
+"""The host's persister: where a session's durable facts go.
+
+The spec puts persistence in the host: the session hands over its new row at start, each completed
+turn as one :class:`CompletedTurn` to commit atomically, and the cost of turns that commit no
+transcript (errors, aborts).  :class:`SqlitePersister` is the reference host's persister over the
+``history.db`` store; the kit plays its own persister through the adapter (``host.persist``).
+A persister that raises makes the session latch: no later provider attempt, tool dispatch or command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol
+
+from relavium_reference._host.store import SessionStore
+from relavium_reference._model.llm import LlmMessage
+from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
+from relavium_reference._model.messages import TextPart as DurableText
+from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, structural_drafts
+
+__all__ = ["SqlitePersister", "TurnPersister", "completed_turn"]
+
+
+class TurnPersister(Protocol):
+    async def create_session(self, record: AgentSessionRecord) -> None: ...
+
+    async def commit_turn(self, session_id: str, turn: CompletedTurn) -> None:
+        """All or nothing; raise on failure (the store stays as it was)."""
+        ...
+
+    async def record_cost(self, session_id: str, entry: CostEntry) -> None: ...
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        """The session's record and every durable row, in sequence order (for export)."""
+        ...
+
+
+class SqlitePersister:
+    """Persists through a :class:`SessionStore` (``history.db``), off the event loop's thread."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+
+    async def create_session(self, record: AgentSessionRecord) -> None:
+        await asyncio.to_thread(self._store.create_session, record)
+
+    async def commit_turn(self, session_id: str, turn: CompletedTurn) -> None:
+        await asyncio.to_thread(self._store.commit_turn, session_id, turn)
+
+    async def record_cost(self, session_id: str, entry: CostEntry) -> None:
+        await asyncio.to_thread(self._store.record_cost, session_id, entry)
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+        return await asyncio.to_thread(self._store.load_full, session_id)
+
+
+def completed_turn(
+    *,
+    user_text: str,
+    final_text: str,
+    round_messages: Sequence[LlmMessage],
+    structural_names: dict[str, str],
+    model: str | None,
+    finish_reason: str,
+    costs: Sequence[CostEntry],
+) -> CompletedTurn:
+    """The durable form of one successful exchange: user row, content-free tool rows, terminal row.
+
+    The terminal row always has a text part, even when the final text is empty.
+    """
+    return CompletedTurn.model_validate(
+        {
+            "user": MessageDraft(role="user", content=(DurableText(text=user_text),)),
+            "structural": structural_drafts(round_messages, structural_names, model_id=model),
+            "terminal": MessageDraft(
+                role="assistant", content=(DurableText(text=final_text),), model_id=model
+            ),
+            "finishReason": finish_reason,
+            "costs": tuple(costs),
+        }
+    )

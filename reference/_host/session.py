@@ -1,0 +1,524 @@
+"""``AgentSession``: the async shell around the lifecycle table and the turn core.
+
+Every public method moves the session through :func:`relavium_reference._rules.lifecycle.apply`; what each
+one raises and which state follows is stated on the method.  ``abort`` and ``cancel`` are signals:
+they cancel the turn's own task, which no ``except Exception`` in the core can swallow, and the
+session settles the turn from the outside with what the turn had recorded so far.
+
+``abort`` and ``cancel`` must be called from outside the turn (another task, a host callback that
+hands over to the host's own task); the kit's adapters do so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from relavium_reference._host.commands import run_command
+from relavium_reference._host.persister import TurnPersister, completed_turn
+from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
+from relavium_reference._host.turn import (
+    DEFAULT_MAX_TOOL_TURNS,
+    ProviderResolver,
+    TurnEnd,
+    TurnProgress,
+    TurnSetup,
+    build_plan,
+    error_message,
+    run_turn,
+)
+from relavium_reference._model.commands import (
+    DEFAULT_OUTPUT_LIMIT,
+    CommandAllowlist,
+    CommandCancelled,
+    CommandDenied,
+    CommandFailed,
+    CommandRan,
+)
+from relavium_reference._model.errors import InvalidInputError, SessionStateCode, SessionStateError
+from relavium_reference._model.events import (
+    EventSink,
+    SessionCancelled,
+    SessionExported,
+    SessionStarted,
+    SessionTurnCompleted,
+    SessionTurnStarted,
+    TokensUsed,
+    TurnError,
+)
+from relavium_reference._model.messages import AgentSessionRecord
+from relavium_reference._model.records import CostEntry
+from relavium_reference._model.shapes import AgentSnapshot, SessionContext, WireModel
+from relavium_reference._model.tools import ToolRegistry, TurnPolicy
+from relavium_reference._model.vocabulary import RETRYABLE_ERROR_CODES, ErrorCode, SessionStopReason
+from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.export_mapping import session_to_workflow
+from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
+from relavium_reference._rules.projection import Exchange, project_history, summary_messages
+from relavium_reference._rules.resume import SessionResumeState, resume_state_problem
+from relavium_reference._rules.workflow_yaml import dump_yaml
+
+__all__ = [
+    "DEFAULT_SESSION_MAX_TURNS",
+    "AgentSession",
+    "ExportResult",
+    "SessionDeps",
+    "TurnResult",
+    "exchanges_from_state",
+]
+
+DEFAULT_SESSION_MAX_TURNS = 50
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True)
+class SessionDeps:
+    """Everything a session needs from its host. Copied at construction."""
+
+    resolve_provider: ProviderResolver
+    emit: EventSink
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    clock: Clock = field(default_factory=SystemClock)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    max_turns: int | None = None
+    max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS
+    allowed_commands: tuple[str, ...] = ()
+    allowed_command_globs: tuple[str, ...] = ()
+    command_output_limit: int = DEFAULT_OUTPUT_LIMIT
+    new_id: Callable[[], str] = _new_id
+    persister: TurnPersister | None = None
+
+
+class ExportResult(WireModel):
+    workflow_id: str
+    workflow_path: str
+
+
+def _write_whole(path: str, text: str) -> None:
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, target)
+
+
+class TurnResult(WireModel):
+    """What ``send_message`` returns (KD-LIFE-2)."""
+
+    status: Literal["completed", "aborted", "failed", "cancelled"]
+    stop_reason: SessionStopReason | None = None
+    text: str | None = None
+    tokens_used: TokensUsed
+    error: TurnError | None = None
+
+
+def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
+    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
+    starts = {span.start: span for span in state.completed_turn_spans}
+    out: list[Exchange] = []
+    index = 0
+    while index < len(state.messages):
+        span = starts.get(index)
+        if span is not None:
+            user = state.messages[span.start].text
+            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
+            out.append(Exchange(user=user, assistant=reply))
+            index = span.end
+            continue
+        message = state.messages[index]
+        if message.role == "user":
+            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
+        index += 1
+    return out
+
+
+def resolve_max_turns(value: int | None) -> int:
+    """0 or absent means the default cap; a negative cap is refused."""
+    if value is None or value == 0:
+        return DEFAULT_SESSION_MAX_TURNS
+    if value < 0:
+        raise InvalidInputError("maxTurns must not be negative", location="maxTurns")
+    return value
+
+
+class AgentSession:
+    """One instance of a session: one agent, one model and its fallback plan."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentSnapshot,
+        context: SessionContext,
+        deps: SessionDeps,
+        session_id: str | None = None,
+        agent_ref: str | None = None,
+    ) -> None:
+        if deps.max_tool_turns < 0:
+            raise InvalidInputError("maxToolTurns must not be negative", location="maxToolTurns")
+        self._agent = agent
+        self._context = context
+        self._deps = deps
+        self._max_turns = resolve_max_turns(deps.max_turns)
+        self.session_id = session_id or deps.new_id()
+        self.agent_ref = agent_ref or agent.id
+        self._plan = build_plan(agent)
+        self._allowlist = CommandAllowlist(deps.allowed_commands, deps.allowed_command_globs)
+        self._stamper = EventStamper(self.session_id, deps.emit, deps.clock)
+        self._state = SessionState.CREATED
+        self._policy = TurnPolicy()
+        self._exchanges: list[Exchange] = []
+        self._turns_used = 0
+        self._commands_run = 0
+        self._interrupt: Literal["abort", "cancel"] | None = None
+        self._progress: TurnProgress | None = None
+        self._turn_task: asyncio.Task[TurnEnd] | None = None
+        self._latched = False
+        self._preamble: str | None = None
+        self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
+        self._command_task = None
+
+    @classmethod
+    def resume(
+        cls,
+        *,
+        agent: AgentSnapshot,
+        context: SessionContext,
+        deps: SessionDeps,
+        state: SessionResumeState,
+        session_id: str,
+        agent_ref: str | None = None,
+    ) -> AgentSession:
+        """A new instance continuing a persisted session, idle, with no ``session:started``.
+
+        The state is checked first (span bounds and order, span roles, text-only messages); a state that
+        fails is refused with ``invalid_resume_state`` before anything reaches the host.  The admitted
+        state is copied: completed turns become the working transcript, retained legacy bare users keep
+        their text and their own slot, and the hard cap continues from the reconstructed turn count.
+        """
+        problem = resume_state_problem(state)
+        if problem is not None:
+            raise SessionStateError(SessionStateCode.INVALID_RESUME_STATE, problem, state="created")
+        session = cls(agent=agent, context=context, deps=deps, session_id=session_id, agent_ref=agent_ref)
+        session._exchanges = exchanges_from_state(state)
+        session._turns_used = state.turn_count
+        session._preamble = state.context_preamble
+        session._state = SessionState.IDLE
+        return session
+
+    # -- observation -----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def turns_used(self) -> int:
+        """Slots of the hard turn cap used so far (provider-engaged turns only)."""
+        return self._turns_used
+
+    @property
+    def max_turns(self) -> int:
+        return self._max_turns
+
+    @property
+    def exchanges(self) -> tuple[Exchange, ...]:
+        """The working transcript: completed exchanges, text only."""
+        return tuple(self._exchanges)
+
+    @property
+    def turn_policy(self) -> TurnPolicy:
+        return self._policy
+
+    # -- operations ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """created -> idle; emits ``session:started``. Refuses with ``already_started`` / ``not_active``."""
+        self._apply(SessionInput.START)
+        if self._deps.persister is not None:
+            await self._deps.persister.create_session(self._record())
+        self._state = SessionState.IDLE
+        await self._stamper.emit(
+            SessionStarted, agent_ref=self.agent_ref, model=self._agent.model, context=self._context
+        )
+
+    def set_turn_policy(self, policy: TurnPolicy | None) -> None:
+        """Store the policy for the next turn start (any state); inert once cancelled."""
+        outcome = self._apply(SessionInput.SET_TURN_POLICY)
+        if outcome.effect is Effect.STORE_POLICY:
+            self._policy = policy or TurnPolicy()
+
+    def abort(self) -> None:
+        """End the in-flight turn as ``aborted``; a no-op when no turn is in flight or it already resolved."""
+        outcome = self._apply(SessionInput.ABORT)
+        if outcome.effect is not Effect.ABORT_TURN:
+            return
+        if self._progress is not None and self._progress.resolved:
+            return  # late: the turn already has its reply
+        if self._interrupt is None:
+            self._interrupt = "abort"
+        if self._turn_task is not None and not self._turn_task.done():
+            self._turn_task.cancel()
+
+    async def cancel(self) -> None:
+        """Terminal and idempotent: stop in-flight work, emit ``session:cancelled`` once."""
+        outcome = self._apply(SessionInput.CANCEL)
+        if outcome.effect is not Effect.CANCEL_WORK:
+            return
+        self._state = SessionState.CANCELLED
+        self._interrupt = "cancel"
+        for task in (self._turn_task, self._command_task):
+            if task is not None and not task.done():
+                task.cancel()
+        await self._stamper.emit(SessionCancelled)
+
+    async def send_message(self, text: str) -> TurnResult:
+        """Run one turn (idle -> streaming -> idle). Refuses ``not_started`` / ``busy`` / ``not_active``."""
+        if not isinstance(text, str):
+            raise InvalidInputError("the message text must be a string", location="text")
+        self._apply(SessionInput.SEND)
+        self._state = SessionState.STREAMING
+        self._interrupt = None
+        progress = TurnProgress()
+        self._progress = progress
+        policy = self._policy  # snapshot: a change during this turn applies to the next one
+        try:
+            await self._stamper.emit(SessionTurnStarted)
+            if self._interrupt is not None:
+                return await self._settle_interrupted(progress)
+            if self._turns_used >= self._max_turns:
+                return await self._settle(
+                    TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
+                )
+            setup = self._turn_setup(text, policy)
+            self._turn_task = asyncio.create_task(run_turn(setup, progress))
+            await asyncio.wait({self._turn_task})
+            task, self._turn_task = self._turn_task, None
+            if task.cancelled() or self._interrupt is not None:
+                await self._record_uncommitted_cost(progress)
+                return await self._settle_interrupted(progress)
+            error = task.exception()
+            if error is not None:  # an observer failed (never a provider: those are classified)
+                await self._record_uncommitted_cost(progress)
+                await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
+                raise error
+            end = task.result()
+            if not end.succeeded:
+                await self._record_uncommitted_cost(progress)
+                return await self._settle(end, progress)
+            if not await self._commit(text, end, progress):
+                failed = TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
+                return await self._settle(failed, progress)
+            if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
+                self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
+            return await self._settle(end, progress)
+        finally:
+            self._progress = None
+            if self._turn_task is not None and not self._turn_task.done():
+                self._turn_task.cancel()  # our caller was cancelled: do not leave the turn running
+            self._turn_task = None
+            if self._state is SessionState.STREAMING:
+                self._state = SessionState.IDLE
+
+    async def export(self, workflow_path: str) -> ExportResult:
+        """Write the session's workflow scaffold to ``workflow_path`` (idle only); emit ``session:exported``.
+
+        The document is built from the host's persisted transcript (every completed turn, those behind
+        a compaction or trim boundary included), deterministically; the file is written whole or not
+        at all.  Refuses ``not_started`` / ``busy`` / ``not_active``; a session without a persister
+        cannot export (``InvalidInputError``).
+        """
+        self._apply(SessionInput.EXPORT)
+        persister = self._deps.persister
+        if persister is None:
+            raise InvalidInputError("export needs a host that keeps the transcript", location="persister")
+        record, messages = await persister.load_transcript(self.session_id)
+        document = session_to_workflow(record, messages)
+        text = dump_yaml(document_to_data(document))
+        await asyncio.to_thread(_write_whole, workflow_path, text)
+        await self._stamper.emit(SessionExported, workflow_path=workflow_path)
+        return ExportResult(workflow_id=document.workflow.id, workflow_path=workflow_path)
+
+    async def run_user_command(
+        self, command: str, args: Sequence[str] = ()
+    ) -> CommandRan | CommandDenied | CommandFailed | CommandCancelled:
+        """Run a user's ``!`` command (idle only; the session is idle again afterwards)."""
+        if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
+            raise InvalidInputError("a command and its arguments must be strings", location="command")
+        self._apply(SessionInput.RUN_USER_COMMAND)
+        self._state = SessionState.COMMAND
+        self._commands_run += 1
+        task = asyncio.create_task(
+            run_command(
+                command,
+                list(args),
+                allowlist=self._allowlist,
+                policy=self._policy,
+                cwd=self._context.working_dir,
+                call_id=f"usercmd-{self._commands_run}",
+                latched=self._latched,
+                output_limit=self._deps.command_output_limit,
+            )
+        )
+        self._command_task = task
+        try:
+            await asyncio.wait({task})
+        finally:
+            self._command_task = None
+            if not task.done():
+                task.cancel()
+            if self._state is SessionState.COMMAND:
+                self._state = SessionState.IDLE
+        if task.cancelled():
+            return CommandCancelled()
+        return task.result()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _apply(self, event: SessionInput) -> Outcome:
+        return apply(self._state, event)
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        registry = self._deps.tools
+        advertised = tuple(
+            name for name in self._agent.tools if registry.get(name) is not None and policy.advertises(name)
+        )
+        return TurnSetup(
+            agent=self._agent,
+            node_id=self.agent_ref,
+            history=[
+                *summary_messages(self._preamble),
+                *project_history(self._exchanges, self._agent.memory),
+            ],
+            pending_user=text,
+            advertised=advertised,
+            policy=policy,
+            registry=registry,
+            max_tool_turns=self._deps.max_tool_turns,
+            plan=self._plan,
+            resolve_provider=self._deps.resolve_provider,
+            sleep=self._deps.sleep,
+            stamper=self._stamper,
+            latched=lambda: self._latched,
+        )
+
+    def _record(self) -> AgentSessionRecord:
+        now = format_timestamp(self._deps.clock.now())
+        return AgentSessionRecord.model_validate(
+            {
+                "id": self.session_id,
+                "agentSlug": self.agent_ref,
+                "agentSnapshot": self._agent.to_wire(),
+                "context": self._context.to_wire(),
+                "status": "active",
+                "totalInputTokens": 0,
+                "totalOutputTokens": 0,
+                "totalCostMicrocents": 0,
+                "createdAt": now,
+                "updatedAt": now,
+            }
+        )
+
+    def _costs(self, progress: TurnProgress) -> tuple[CostEntry, ...]:
+        if not progress.engaged or progress.model is None:
+            return ()
+        return (
+            CostEntry(
+                model=progress.model,
+                input_tokens=progress.usage.input_tokens,
+                output_tokens=progress.usage.output_tokens,
+                cost_microcents=0,
+                call_count=progress.attempts,
+                unpriced_calls=progress.attempts,
+            ),
+        )
+
+    async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
+        """Hand the completed turn to the host's persister; a failure latches the session."""
+        persister = self._deps.persister
+        if persister is None:
+            return True
+        names = {entry.tool_call_id: entry.name for entry in progress.tool_history}
+        stop = end.stop_reason.value
+        try:
+            turn = completed_turn(
+                user_text=text,
+                final_text=end.text or "",
+                round_messages=progress.round_messages,
+                structural_names=names,
+                model=progress.model,
+                finish_reason=stop if stop in ("stop", "length", "content_filter") else "stop",
+                costs=self._costs(progress),
+            )
+            await persister.commit_turn(self.session_id, turn)
+        except Exception:
+            self._latched = True
+            return False
+        return True
+
+    async def _record_uncommitted_cost(self, progress: TurnProgress) -> None:
+        """Errors and aborts commit no transcript, but what they spent is recorded."""
+        persister = self._deps.persister
+        if persister is None:
+            return
+        for entry in self._costs(progress):
+            try:
+                await persister.record_cost(self.session_id, entry)
+            except Exception:
+                self._latched = True
+
+    def _count_turn(self, progress: TurnProgress) -> None:
+        """Only a provider-engaged turn uses a slot of the hard cap."""
+        if progress.engaged:
+            self._turns_used += 1
+
+    def _tokens(self, progress: TurnProgress) -> TokensUsed:
+        if not progress.engaged:
+            return TokensUsed(input=0, output=0)
+        return TokensUsed(
+            input=progress.usage.input_tokens, output=progress.usage.output_tokens, model=progress.model
+        )
+
+    async def _settle_interrupted(self, progress: TurnProgress) -> TurnResult:
+        self._count_turn(progress)
+        if self._interrupt == "cancel":
+            return TurnResult(status="cancelled", tokens_used=self._tokens(progress))
+        self._state = SessionState.IDLE
+        tokens = self._tokens(progress)
+        await self._stamper.emit(
+            SessionTurnCompleted, stop_reason=SessionStopReason.ABORTED, tokens_used=tokens
+        )
+        return TurnResult(status="aborted", stop_reason=SessionStopReason.ABORTED, tokens_used=tokens)
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        """Publish the single terminal of a turn that ended on its own; cancel still wins."""
+        self._count_turn(progress)
+        tokens = self._tokens(progress)
+        if self._interrupt == "cancel":
+            return TurnResult(status="cancelled", tokens_used=tokens)
+        error = None
+        if end.error_code is not None:
+            error = TurnError(
+                code=end.error_code,
+                message=error_message(end.error_code),
+                retryable=end.error_code in RETRYABLE_ERROR_CODES,
+            )
+        history = tuple(progress.tool_history) or None
+        self._state = SessionState.IDLE
+        await self._stamper.emit(
+            SessionTurnCompleted,
+            stop_reason=end.stop_reason,
+            tokens_used=tokens,
+            error=error,
+            tool_history=history,
+        )
+        status: Literal["completed", "failed"] = "completed" if end.succeeded else "failed"
+        return TurnResult(
+            status=status, stop_reason=end.stop_reason, text=end.text, tokens_used=tokens, error=error
+        )

@@ -1,0 +1,383 @@
+"""The turn core: one assistant turn, streaming, with tool-call rounds and provider fallback.
+
+The core runs inside the session's turn task.  It records what it learns as it goes in a
+:class:`TurnProgress` owned by the session (engagement, usage, tool history), so that a turn
+ended by abort or cancel is still accounted exactly.  It returns a :class:`TurnEnd`; it never
+raises for a provider failure (those are classified and settle the turn), only for cancellation
+of its task and for the persistence latch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from relavium_reference._host.stamper import EventStamper
+from relavium_reference._model.events import (
+    AgentApprovalRequested,
+    AgentReasoning,
+    AgentToken,
+    AgentToolCall,
+    AgentToolResult,
+    CostUpdated,
+    ToolHistoryEntry,
+)
+from relavium_reference._model.llm import (
+    LlmError,
+    LlmMessage,
+    LlmProvider,
+    LlmRequest,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StopChunk,
+    StreamErrorChunk,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStart,
+    ToolResultPart,
+    Usage,
+)
+from relavium_reference._model.shapes import AgentSnapshot
+from relavium_reference._model.tools import (
+    UNKNOWN_TOOL,
+    ApprovalRequest,
+    ToolCallInfo,
+    ToolOutput,
+    ToolRegistry,
+    TurnPolicy,
+)
+from relavium_reference._model.vocabulary import (
+    ErrorCode,
+    LlmErrorKind,
+    ProviderId,
+    SessionStopReason,
+    StopReason,
+    code_for_llm_error,
+)
+from relavium_reference._rules.projection import HistoryMessage, fold_same_role, text_message
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_TURNS",
+    "PlanEntry",
+    "ProviderResolver",
+    "TurnEnd",
+    "TurnProgress",
+    "TurnSetup",
+    "build_plan",
+    "error_message",
+    "run_turn",
+]
+
+DEFAULT_MAX_TOOL_TURNS = 16
+BACKOFF_BASE_SECONDS = 0.25
+BACKOFF_MAX_SECONDS = 8.0
+OUTPUT_SUMMARY_LIMIT = 200
+
+ProviderResolver = Callable[[ProviderId, str], LlmProvider]
+
+_FIXED_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.VALIDATION: "the provider refused the request as invalid",
+    ErrorCode.CONTENT_FILTER: "the provider's content filter stopped the response",
+    ErrorCode.PROVIDER_AUTH: "the provider refused the credentials",
+    ErrorCode.PROVIDER_RATE_LIMIT: "the provider is rate limiting requests",
+    ErrorCode.PROVIDER_UNAVAILABLE: "the provider is unavailable",
+    ErrorCode.TURN_LIMIT: "the turn limit was reached",
+    ErrorCode.INTERNAL: "the turn failed inside the engine",
+    ErrorCode.CONTEXT_OVERFLOW: "the request did not fit the model's context window",
+    ErrorCode.BUDGET_EXCEEDED: "the cost cap refused the request",
+}
+
+
+def error_message(code: ErrorCode) -> str:
+    """The fixed, secret-free message a turn terminal carries for ``code`` (never provider text)."""
+    return _FIXED_MESSAGES.get(code, f"the turn failed ({code.value})")
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    provider: ProviderId
+    model: str
+    max_attempts: int
+
+
+def build_plan(agent: AgentSnapshot) -> tuple[PlanEntry, ...]:
+    """Primary (one attempt) then each fallback entry with its attempt budget, in order."""
+    entries = [PlanEntry(agent.provider, agent.model, 1)]
+    entries += [PlanEntry(e.provider, e.model, e.max_attempts) for e in agent.fallback_chain]
+    return tuple(entries)
+
+
+@dataclass
+class TurnProgress:
+    """What a turn has done so far; survives abort and cancel of the turn task."""
+
+    engaged: bool = False
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    tool_history: list[ToolHistoryEntry] = field(default_factory=list)
+    resolved: bool = False
+    attempts: int = 0
+    round_messages: list[LlmMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    stop_reason: SessionStopReason
+    text: str | None = None
+    error_code: ErrorCode | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error_code is None
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    agent: AgentSnapshot
+    node_id: str
+    history: Sequence[HistoryMessage]
+    pending_user: str
+    advertised: tuple[str, ...]
+    policy: TurnPolicy
+    registry: ToolRegistry
+    max_tool_turns: int
+    plan: tuple[PlanEntry, ...]
+    resolve_provider: ProviderResolver
+    sleep: Callable[[float], Awaitable[None]]
+    stamper: EventStamper
+    latched: Callable[[], bool]
+
+
+@dataclass
+class _PendingCall:
+    id: str
+    name: str
+    args_json: str = ""
+    args: Any = None
+    args_valid: bool = True
+
+
+@dataclass
+class _Round:
+    text: str = ""
+    calls: list[_PendingCall] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    error: LlmError | None = None
+    model: str = ""
+
+
+class _Failed(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+
+
+async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
+    """Run one turn to its end. Cancellation of the calling task propagates."""
+    round_messages = progress.round_messages
+    rounds_done = 0
+    while True:
+        try:
+            result = await _attempt_chain(setup, progress, round_messages)
+        except _Failed as failed:
+            return TurnEnd(SessionStopReason.ERROR, error_code=failed.code)
+        if result.stop_reason is StopReason.TOOL_USE and result.calls:
+            if rounds_done >= setup.max_tool_turns:
+                return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
+            rounds_done += 1
+            round_messages.extend(await _dispatch_round(setup, progress, result, rounds_done))
+            continue
+        progress.resolved = True
+        stop = result.stop_reason or StopReason.STOP
+        return TurnEnd(SessionStopReason(stop.value), text=result.text)
+
+
+def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
+    """A fresh request: every list, message and part is new, so the provider owns what it gets."""
+    messages = [text_message(m.role, m.text) for m in setup.history]
+    messages.append(text_message("user", setup.pending_user))
+    messages.extend(LlmMessage.model_validate(copy.deepcopy(m.model_dump())) for m in round_messages)
+    tools = setup.registry.definitions(setup.advertised) if setup.advertised else None
+    return LlmRequest(
+        model=model,
+        system=setup.agent.system_prompt,
+        messages=fold_same_role(messages),
+        tools=tools,
+        max_tokens=setup.agent.max_tokens,
+    )
+
+
+async def _attempt_chain(
+    setup: TurnSetup, progress: TurnProgress, round_messages: list[LlmMessage]
+) -> _Round:
+    """Walk the fallback plan for one request; raise :class:`_Failed` when it cannot succeed."""
+    last_code: ErrorCode | None = None
+    for entry in setup.plan:
+        for attempt in range(entry.max_attempts):
+            if setup.latched():
+                raise _Failed(ErrorCode.INTERNAL)  # no egress after a failed persist
+            try:
+                provider = setup.resolve_provider(entry.provider, entry.model)
+            except Exception:
+                last_code = last_code or ErrorCode.INTERNAL
+                break  # a lookup refusal skips the entry; nothing was invoked
+            if attempt:
+                await setup.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
+            outcome = await _one_attempt(setup, progress, provider, entry.model, round_messages)
+            if outcome.error is None:
+                return outcome
+            code = code_for_llm_error(outcome.error.kind)
+            if outcome.text or outcome.calls:
+                raise _Failed(code)  # no failover once content has streamed
+            last_code = code
+            if not outcome.error.retryable:
+                raise _Failed(code)
+    raise _Failed(last_code or ErrorCode.INTERNAL)
+
+
+async def _one_attempt(
+    setup: TurnSetup,
+    progress: TurnProgress,
+    provider: LlmProvider,
+    model: str,
+    round_messages: list[LlmMessage],
+) -> _Round:
+    request = _build_request(setup, model, round_messages)
+    progress.engaged = True  # the invocation itself is the evidence of engagement
+    progress.model = model
+    progress.attempts += 1
+    attempt_number = progress.attempts
+    result = _Round(model=model)
+    calls: dict[str, _PendingCall] = {}
+    # Only the provider's own failures are classified; an observer (the event sink) that raises while a
+    # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
+    try:
+        chunks = provider.stream(request).__aiter__()
+    except Exception:
+        result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
+        return result
+    while True:
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            break
+        except Exception:  # a provider that raises instead of yielding an error chunk
+            result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
+            return result
+        if isinstance(chunk, TextDelta):
+            result.text += chunk.text
+            await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
+        elif isinstance(chunk, ReasoningDelta):
+            await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
+        elif isinstance(chunk, ReasoningStart | ReasoningEnd):
+            continue
+        elif isinstance(chunk, ToolCallStart):
+            calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
+            result.calls.append(calls[chunk.id])
+        elif isinstance(chunk, ToolCallDelta):
+            if chunk.id in calls:
+                calls[chunk.id].args_json += chunk.args_json_delta
+        elif isinstance(chunk, ToolCallEnd):
+            if chunk.id in calls:
+                _parse_args(calls[chunk.id])
+        elif isinstance(chunk, StopChunk):
+            progress.usage = progress.usage + chunk.usage
+            if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
+                progress.resolved = True  # the final reply is in: a later abort is a no-op
+            await setup.stamper.emit(
+                CostUpdated,
+                node_id=setup.node_id,
+                model=model,
+                input_tokens=chunk.usage.input_tokens,
+                output_tokens=chunk.usage.output_tokens,
+                cost_microcents=0,
+                cumulative_cost_microcents=0,
+                attempt_number=attempt_number,
+                priced=False,
+            )
+            result.stop_reason = chunk.stop_reason
+            return result
+        elif isinstance(chunk, StreamErrorChunk):
+            result.error = chunk.error
+            return result
+    result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
+    return result
+
+
+def _parse_args(call: _PendingCall) -> None:
+    if not call.args_json.strip():
+        call.args = {}
+        return
+    try:
+        call.args = json.loads(call.args_json)
+    except ValueError:
+        call.args_valid = False
+
+
+async def _dispatch_round(
+    setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
+) -> list[LlmMessage]:
+    """Run each tool call of a round in order; return the round's assistant and tool messages."""
+    assistant_parts: list[Any] = [TextPart(text=result.text)] if result.text else []
+    result_parts: list[Any] = []
+    for call in result.calls:
+        assistant_parts.append(ToolCallPart(id=call.id, name=call.name, args=copy.deepcopy(call.args)))
+        output = await _dispatch_one(setup, call, result.model, round_number)
+        structural_name = call.name if setup.registry.get(call.name) is not None else UNKNOWN_TOOL
+        progress.tool_history.append(
+            ToolHistoryEntry(tool_call_id=call.id, name=structural_name, is_error=output.is_error)
+        )
+        result_parts.append(
+            ToolResultPart(tool_call_id=call.id, result=output.text, is_error=output.is_error)
+        )
+    return [
+        LlmMessage(role="assistant", content=assistant_parts),
+        LlmMessage(role="tool", content=result_parts),
+    ]
+
+
+async def _dispatch_one(setup: TurnSetup, call: _PendingCall, model: str, round_number: int) -> ToolOutput:
+    await setup.stamper.emit(
+        AgentToolCall, node_id=setup.node_id, model=model, tool_id=call.name, tool_input=call.args
+    )
+    output = await _decide_and_run(setup, call, round_number)
+    await setup.stamper.emit(
+        AgentToolResult,
+        node_id=setup.node_id,
+        tool_id=call.name,
+        success=not output.is_error,
+        output_summary=output.text[:OUTPUT_SUMMARY_LIMIT],
+    )
+    return output
+
+
+async def _decide_and_run(setup: TurnSetup, call: _PendingCall, round_number: int) -> ToolOutput:
+    tool = setup.registry.get(call.name)
+    if tool is None or call.name not in setup.advertised:
+        return ToolOutput(f"tool {call.name!r} is not available in this session", is_error=True)
+    if not call.args_valid:
+        return ToolOutput("the tool arguments were not valid JSON", is_error=True)
+    if tool.action is not None:
+        preview = tool.preview(call.args)
+        await setup.stamper.emit(
+            AgentApprovalRequested,
+            node_id=setup.node_id,
+            tool_id=call.name,
+            action=tool.action,
+            preview=preview,
+        )
+        request = ApprovalRequest(tool_id=call.name, action=tool.action, preview=preview, call_id=call.id)
+        if not await setup.policy.approves(request):
+            return ToolOutput(f"the user did not approve {call.name!r}", is_error=True)
+    if setup.latched():  # checked immediately before the actual dispatch
+        return ToolOutput("the session stopped after a failed save", is_error=True)
+    try:
+        return await tool.run(call.args, ToolCallInfo(call.id, call.name, round_number))
+    except Exception:
+        return ToolOutput(f"tool {call.name!r} failed", is_error=True)

@@ -1,0 +1,168 @@
+"""The pure export mapping: a session record and its transcript to a workflow document.
+
+Turn reading (KD-EXP-3).  The rows are sorted by ``sequenceNumber``; ``system`` rows are set aside
+(boundary markers belong to no turn, and export reads the turns a boundary superseded too).  The rest
+is grouped exactly as resume groups it (``_resume._slots``, the shared structural projection):
+
+* a *completed turn* is a ``user`` row, its structural rows (tool-call rows with or without preamble
+  text, tool-result rows), then a terminal: an ``assistant`` row with a text part (possibly empty)
+  and no ``tool_call`` part.  Each becomes the next ``turn-N``;
+* a *legacy bare user* is a ``user`` row directly followed by another ``user`` row: its text prefixes
+  the next completed prompt and it creates no node;
+* an *interrupted exchange* (user row and structure, then another user row), a trailing open exchange,
+  rows outside any exchange and legacy prefix text no later turn completes create no node.
+
+Every message, whatever the reading, is kept in ``metadata.relaviumExport``.
+
+The prompt (KD-EXP-4) is the pending legacy texts then the exchange's user text, each non-empty one
+kept, joined by a blank line; a row's text is its text parts joined by a blank line (media ignored).
+Interpolation openers are then neutralised: a space goes after every ``{`` that another ``{``
+follows.  ``tools`` is the first-seen, de-duplicated list of the exchange's ``tool_call`` names,
+without the fixed ``unknown_tool`` marker, and is left out when empty.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.messages import UNKNOWN_TOOL, AgentSessionRecord, SessionMessage
+from relavium_reference._model.workflow import (
+    EXPORT_METADATA_KEY,
+    SCHEMA_VERSION,
+    AgentNode,
+    Edge,
+    InputNode,
+    OutputNode,
+    RelaviumExport,
+    WorkflowDocument,
+    WorkflowMetadata,
+    WorkflowNode,
+    WorkflowSpec,
+)
+from relavium_reference._rules.resume import _slots
+from relavium_reference._rules.workflow_id import workflow_id
+
+__all__ = [
+    "INPUT_NODE_ID",
+    "OUTPUT_NODE_ID",
+    "ExportedTurn",
+    "completed_export_turns",
+    "neutralise_interpolation",
+    "session_to_workflow",
+]
+
+INPUT_NODE_ID = "input"
+OUTPUT_NODE_ID = "output"
+_OPENER = re.compile(r"\{(?=\{)")
+_PROMPT_JOIN = "\n\n"
+
+
+@dataclass(frozen=True)
+class ExportedTurn:
+    """One completed logical turn as the export sees it."""
+
+    prompt: str  # raw (not yet neutralised)
+    tools: tuple[str, ...]
+    user_sequence: int
+    terminal_sequence: int
+
+
+def neutralise_interpolation(text: str) -> str:
+    """Insert one space after each ``{`` immediately followed by ``{`` (``{{`` -> ``{ {``) (KD-EXP-4)."""
+    return _OPENER.sub("{ ", text)
+
+
+def _join(texts: Iterable[str]) -> str:
+    return _PROMPT_JOIN.join(text for text in texts if text)
+
+
+def _dedupe_grants(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name for name in names if name != UNKNOWN_TOOL))
+
+
+def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[SessionMessage]:
+    ordered = sorted(messages, key=lambda message: message.sequence_number)
+    for index, message in enumerate(ordered):
+        if message.session_id != session_id:
+            raise InvalidInputError("message belongs to another session", location=f"messages.{index}")
+        if index and ordered[index - 1].sequence_number == message.sequence_number:
+            raise InvalidInputError("duplicate sequenceNumber", location=f"messages.{index}")
+    return ordered
+
+
+def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedTurn]:
+    """The completed logical turns of a transcript sorted by sequence number (see the module docstring).
+
+    The grouping into slots is the resume projection's (:mod:`._resume`), applied to every row
+    whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
+    """
+    transcript = [message for message in messages if message.role != "system"]
+    position = {message.sequence_number: index for index, message in enumerate(transcript)}
+    turns: list[ExportedTurn] = []
+    pending_prefix: list[str] = []
+    for slot in _slots(transcript):
+        if slot.terminal is None:
+            pending_prefix.append(slot.user.text)
+            continue
+        inside = transcript[position[slot.user.sequence_number] + 1 : position[slot.terminal.sequence_number]]
+        turns.append(
+            ExportedTurn(
+                prompt=_join([*pending_prefix, slot.user.text]),
+                tools=_dedupe_grants(part.name for row in inside for part in row.tool_calls),
+                user_sequence=slot.user.sequence_number,
+                terminal_sequence=slot.terminal.sequence_number,
+            )
+        )
+        pending_prefix = []
+    return turns
+
+
+def _agent_node(index: int, agent_ref: str, turn: ExportedTurn) -> AgentNode:
+    prompt = neutralise_interpolation(turn.prompt)
+    return AgentNode(
+        id=f"turn-{index}",
+        type="agent",
+        agent_ref=agent_ref,
+        prompt_template=prompt or None,
+        tools=turn.tools or None,
+    )
+
+
+def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> WorkflowDocument:
+    """Build the workflow scaffold of a persisted session, deterministically (no clock, no randomness).
+
+    Raises :class:`InvalidInputError` when a message belongs to another session or two messages share a
+    sequence number.  The agent snapshot is copied as captured; no authoring rule is applied to it.
+    """
+    ordered = _ordered(record.id, messages)
+    turns = completed_export_turns(ordered)
+    agent_nodes = [_agent_node(index, record.agent_slug, turn) for index, turn in enumerate(turns, 1)]
+    nodes: list[WorkflowNode] = [
+        InputNode(id=INPUT_NODE_ID, type="input"),
+        *agent_nodes,
+        OutputNode(id=OUTPUT_NODE_ID, type="output"),
+    ]
+    chain = [node.id for node in nodes]
+    edges = tuple(Edge.model_validate({"from": a, "to": b}) for a, b in itertools.pairwise(chain))
+    export = RelaviumExport(
+        source="session",
+        session_id=record.id,
+        agent_slug=record.agent_slug,
+        title=record.title,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        messages=tuple(ordered),
+    )
+    spec = WorkflowSpec(
+        id=workflow_id(record.title, record.id),
+        name=record.title,
+        metadata=WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: export}),
+        agents=(record.agent_snapshot,) if record.agent_snapshot is not None else None,
+        nodes=tuple(nodes),
+        edges=edges,
+    )
+    return WorkflowDocument(schema_version=SCHEMA_VERSION, workflow=spec)

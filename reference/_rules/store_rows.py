@@ -1,0 +1,281 @@
+"""The row codec of ``history.db``: pure mapping between durable shapes and table rows.
+
+No I/O here: timestamps to epoch milliseconds and back, strict JSON, the denormalised columns a
+message row carries (derived from its canonical body on write, compared with it again on read), and
+the fixed errors of the store (KD-DB-3, KD-DB-4).
+:mod:`relavium_reference._host.store` runs SQLite around it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from relavium_reference._model.errors import DependencyError, InvalidInputError
+from relavium_reference._model.messages import (
+    AgentSessionRecord,
+    SessionMessage,
+    ToolCallPart,
+    ToolResultPart,
+    parse_agent_session_record,
+    parse_session_message,
+)
+from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+
+__all__ = [
+    "STORE_ERRORS",
+    "MessageColumns",
+    "StoreError",
+    "derive_columns",
+    "epoch_ms",
+    "iso_from_ms",
+    "message_from_row",
+    "message_row",
+    "session_from_row",
+    "session_row",
+    "strict_json",
+]
+
+#: The fixed messages of :class:`StoreError` (KD-DB-4), keyed by a stable code.
+STORE_ERRORS: dict[str, str] = {
+    "session_not_found": "session not found",
+    "session_exists": "a session with this id already exists",
+    "malformed_json": "stored JSON is malformed",
+    "invalid_message": "stored message is not a valid session message",
+    "invalid_session": "stored session row is not a valid session record",
+    "text_mismatch": "stored text projection does not match the canonical body",
+    "tool_calls_mismatch": "stored tool calls do not match the canonical body",
+    "tool_call_id_mismatch": "stored tool call id does not match the canonical body",
+    "name_mismatch": "stored tool name does not match the canonical body",
+    "finish_reason_invalid": "stored finish reason is not allowed for this row",
+    "context_mismatch": "stored context columns do not match the canonical context",
+    "sequence_gap": "stored message sequence numbers are not gap-free",
+    "totals_mismatch": "stored session totals do not match the cost rows",
+    "schema_version": "history.db has an unsupported schema version",
+    "closed": "the session store is closed",
+}
+
+_TERMINAL_FINISH = frozenset({"stop", "length", "content_filter"})
+
+
+class StoreError(DependencyError):
+    """The durable store refused or could not serve a request.
+
+    ``code`` is a key of :data:`STORE_ERRORS`; the message is the fixed text for it and never holds
+    stored content.
+    """
+
+    def __init__(self, code: str) -> None:
+        super().__init__(STORE_ERRORS[code])
+        self.code = code
+        self.message = STORE_ERRORS[code]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure helpers: JSON, time, and the denormalised columns of a message row
+# ---------------------------------------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_ms(timestamp: str) -> int:
+    """ISO 8601 (with offset) to integer epoch milliseconds, truncating below the millisecond."""
+    parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+
+
+def iso_from_ms(ms: int) -> str:
+    """Integer epoch milliseconds to the store's canonical form ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError("duplicate key")
+        out[key] = value
+    return out
+
+
+def strict_json(text: str) -> Any:
+    """Parse JSON refusing duplicate keys and non-finite numbers; raise :class:`StoreError`."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant)
+    except (ValueError, TypeError):
+        raise StoreError("malformed_json") from None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+MessageColumns = dict[str, Any]
+
+
+def derive_columns(message: SessionMessage, finish_reason: str | None = None) -> MessageColumns:
+    """The denormalised columns of a message row, computed from its canonical body (KD-DB-3).
+
+    * ``content``: the text projection when the message has a text part, else ``NULL``;
+    * ``tool_calls``: the JSON array of its call parts, else ``NULL``;
+    * ``tool_call_id`` / ``name``: those of the single result part of a ``tool`` row, else ``NULL``;
+    * ``finish_reason``: only on assistant rows: ``tool_use`` for a call row, and for any other
+      assistant row the given terminal reason (default ``stop``).
+    """
+    calls = [part.to_wire() for part in message.content if isinstance(part, ToolCallPart)]
+    result = next((p for p in message.content if isinstance(p, ToolResultPart)), None)
+    reason: str | None = None
+    if message.role == "assistant":
+        reason = "tool_use" if calls else (finish_reason or "stop")
+    return {
+        "content": message.text if message.has_text_part else None,
+        "tool_calls": _dumps(calls) if calls else None,
+        "tool_call_id": result.tool_call_id if message.role == "tool" and result else None,
+        "name": result.name if message.role == "tool" and result else None,
+        "finish_reason": reason,
+    }
+
+
+def _check_columns(message: SessionMessage, row: dict[str, Any]) -> None:
+    """Compare a row's denormalised columns with the canonical body; raise :class:`StoreError`."""
+    stored_reason = row["finish_reason"]
+    if message.role == "assistant":
+        wanted_tool_use = any(isinstance(p, ToolCallPart) for p in message.content)
+        allowed = {"tool_use"} if wanted_tool_use else _TERMINAL_FINISH
+        if stored_reason not in allowed:
+            raise StoreError("finish_reason_invalid")
+    elif stored_reason is not None:
+        raise StoreError("finish_reason_invalid")
+    expected = derive_columns(message, stored_reason if stored_reason in _TERMINAL_FINISH else None)
+    if row["content"] != expected["content"]:
+        raise StoreError("text_mismatch")
+    stored_calls = row["tool_calls"]
+    if (stored_calls is None) != (expected["tool_calls"] is None) or (
+        stored_calls is not None and strict_json(stored_calls) != json.loads(expected["tool_calls"])
+    ):
+        raise StoreError("tool_calls_mismatch")
+    if row["tool_call_id"] != expected["tool_call_id"]:
+        raise StoreError("tool_call_id_mismatch")
+    if row["name"] != expected["name"]:
+        raise StoreError("name_mismatch")
+
+
+def message_from_row(row: dict[str, Any]) -> SessionMessage:
+    """Rebuild and check one ``session_messages`` row; raise :class:`StoreError` on any defect."""
+    raw_parts = row["content_parts"]
+    parts = [] if raw_parts is None else strict_json(raw_parts)
+    wire: dict[str, Any] = {
+        "id": row["id"],
+        "sessionId": row["session_id"],
+        "sequenceNumber": row["sequence_number"],
+        "role": row["role"],
+        "content": parts,
+        "timestamp": iso_from_ms(row["created_at"]) if isinstance(row["created_at"], int) else None,
+    }
+    if row["model_id"] is not None:
+        wire["modelId"] = row["model_id"]
+    if row["compaction_dropped_through_sequence"] is not None:
+        wire["compaction"] = {"droppedThroughSequence": row["compaction_dropped_through_sequence"]}
+    try:
+        message = parse_session_message(wire)
+    except InvalidInputError as exc:
+        raise StoreError("invalid_message") from exc
+    _check_columns(message, row)
+    return message
+
+
+def message_row(message: SessionMessage, finish_reason: str | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": message.id,
+        "session_id": message.session_id,
+        "sequence_number": message.sequence_number,
+        "role": message.role,
+        "content_parts": _dumps([part.to_wire() for part in message.content]),
+        "model_id": message.model_id,
+        "compaction_dropped_through_sequence": (
+            message.compaction.dropped_through_sequence if message.compaction else None
+        ),
+        "created_at": epoch_ms(message.timestamp),
+        **derive_columns(message, finish_reason),
+    }
+    _check_columns(message, row)  # the write side passes the same check as the read side
+    return row
+
+
+def session_row(record: AgentSessionRecord) -> dict[str, Any]:
+    context = record.context
+    return {
+        "id": record.id,
+        "agent_id": record.agent_id,
+        "agent_slug": record.agent_slug,
+        "agent_snapshot": _dumps(record.agent_snapshot.to_wire()) if record.agent_snapshot else None,
+        "title": record.title,
+        "model_id": record.model_id,
+        "working_dir": context.working_dir,
+        "git_ref": context.git_ref,
+        "fs_scope_tier": context.fs_scope_tier.value,
+        "status": record.status,
+        "context_json": _dumps(context.to_wire()),
+        "total_input_tokens": record.total_input_tokens,
+        "total_output_tokens": record.total_output_tokens,
+        "total_cost_microcents": record.total_cost_microcents,
+        "exported_workflow_path": record.exported_workflow_path,
+        "deleted_at": epoch_ms(record.deleted_at) if record.deleted_at else None,
+        "created_at": epoch_ms(record.created_at),
+        "updated_at": epoch_ms(record.updated_at),
+    }
+
+
+def session_from_row(row: dict[str, Any]) -> AgentSessionRecord:
+    """Rebuild and check one ``agent_sessions`` row; raise :class:`StoreError` on any defect."""
+    context_wire = strict_json(row["context_json"])
+    snapshot_wire = None if row["agent_snapshot"] is None else strict_json(row["agent_snapshot"])
+    try:
+        context = SessionContext.model_validate(context_wire)
+        snapshot = None if snapshot_wire is None else AgentSnapshot.model_validate(snapshot_wire)
+    except ValidationError:
+        raise StoreError("invalid_session") from None
+    if (row["working_dir"], row["git_ref"], row["fs_scope_tier"]) != (
+        context.working_dir,
+        context.git_ref,
+        context.fs_scope_tier.value,
+    ):
+        raise StoreError("context_mismatch")
+    wire: dict[str, Any] = {
+        "id": row["id"],
+        "agentSlug": row["agent_slug"],
+        "context": context.to_wire(),
+        "status": row["status"],
+        "totalInputTokens": row["total_input_tokens"],
+        "totalOutputTokens": row["total_output_tokens"],
+        "totalCostMicrocents": row["total_cost_microcents"],
+        "createdAt": iso_from_ms(row["created_at"]),
+        "updatedAt": iso_from_ms(row["updated_at"]),
+    }
+    optional = {
+        "agentId": row["agent_id"],
+        "title": row["title"],
+        "modelId": row["model_id"],
+        "exportedWorkflowPath": row["exported_workflow_path"],
+        "deletedAt": None if row["deleted_at"] is None else iso_from_ms(row["deleted_at"]),
+    }
+    wire.update({key: value for key, value in optional.items() if value is not None})
+    if snapshot is not None:
+        wire["agentSnapshot"] = snapshot.to_wire()
+    try:
+        return parse_agent_session_record(wire)
+    except InvalidInputError as exc:
+        raise StoreError("invalid_session") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# Files: 0700 directory, 0600 database, created before SQLite opens them
+# ---------------------------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""The deterministic YAML form of a workflow document (kit choice KD-EXP-6).
+
+``dump_yaml`` turns JSON-shaped data (``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite
+``float``, ``bool``, ``None``) into YAML text, and ``load_yaml`` reads such text back into the same
+shapes.  The output depends on the data alone:
+
+* mapping keys are sorted by their UTF-16 code units (the order of a JavaScript ``sort()``; the same as
+  code-point order for keys without astral characters), recursively; sequences keep their order;
+* block style, two-space mappings, sequences indented by two with the dash inside the indent;
+* a line width no scalar reaches, so nothing is folded;
+* a string is quoted whenever a plain scalar would read back as something else (``"1.0"``, ``"true"``,
+  ``"null"``, ``"2024-01-01"``, leading or trailing spaces, ``{{``, ...); the pure-Python ruamel.yaml
+  emitter makes that choice from the string alone;
+* Unicode kept as is (characters YAML cannot print are escaped), ``\\n`` line ends, one final newline.
+
+Both directions use the same pure-Python safe loader and dumper, so ``dump(load(dump(x))) ==
+dump(x)`` byte for byte.  ``load_yaml`` accepts one document without aliases, duplicate keys or tags
+other than the JSON types.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.representer import SafeRepresenter
+
+from relavium_reference._model.errors import InvalidInputError
+
+__all__ = ["dump_yaml", "ensure_json_data", "load_yaml", "utf16_key"]
+
+_WIDTH = 1 << 30
+# Characters a single-quoted or plain scalar cannot carry faithfully (YAML folds or drops them when it
+# reads the text back): such strings are written double-quoted, where the emitter escapes them.
+_NEEDS_DOUBLE_QUOTES = re.compile("[\r\x85\u2028\u2029\ufeff]")
+
+
+class _Representer(SafeRepresenter):
+    """The safe representer, keeping key order and double-quoting strings YAML would not keep."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sort_base_mapping_type_on_output = False  # keys arrive sorted by ``_sorted``
+
+    def represent_str(self, data: str) -> Any:
+        style = '"' if _NEEDS_DOUBLE_QUOTES.search(data) else None
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Representer.add_representer(str, _Representer.represent_str)
+
+
+def utf16_key(key: str) -> bytes:
+    """Sort key comparing strings by UTF-16 code units (big-endian bytes compare the same way)."""
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Representer = _Representer
+    yaml.default_flow_style = False
+    yaml.allow_unicode = True
+    yaml.width = _WIDTH
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.explicit_start = False
+    yaml.explicit_end = False
+    return yaml
+
+
+def ensure_json_data(value: Any, location: str = "") -> None:
+    """Refuse anything that is not JSON-shaped data (YAML timestamps, sets, binary, NaN, non-string keys)."""
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError("non-finite number refused", location=location)
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            ensure_json_data(item, f"{location}.{index}" if location else str(index))
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError("mapping key is not a string", location=location)
+            ensure_json_data(item, f"{location}.{key}" if location else key)
+        return
+    raise InvalidInputError("value is not JSON data", location=location)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value, key=utf16_key)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def dump_yaml(data: Any) -> str:
+    """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
+    ensure_json_data(data)
+    stream = io.StringIO()
+    _yaml().dump(_sorted(data), stream)
+    return stream.getvalue()
+
+
+def load_yaml(text: str) -> Any:
+    """Read YAML text as JSON-shaped data; malformed YAML or non-JSON values raise ``InvalidInputError``."""
+    yaml = _yaml()
+    try:
+        # An exported text never holds aliases; refusing them also rules out alias bombs.
+        if any(isinstance(event, AliasEvent) for event in yaml.parse(text)):
+            raise InvalidInputError("YAML aliases are not accepted in a workflow")
+        data = yaml.load(text)
+    except YAMLError:
+        raise InvalidInputError("workflow YAML is not well-formed") from None
+    ensure_json_data(data)
+    return data

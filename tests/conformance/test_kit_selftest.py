@@ -1,0 +1,41 @@
+"""selftest: every broken implementation is caught; the runner survives every misbehaving program."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
+from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+from relavium_conformance._selftest.proofs import run_selftest
+
+
+@pytest.fixture(scope="module")
+def report():  # type: ignore[no-untyped-def]
+    return asyncio.run(run_selftest())
+
+
+@pytest.mark.parametrize("name", [b.name for b in BROKEN_IMPLEMENTATIONS])
+def test_broken_implementation_is_caught(report, name: str) -> None:  # type: ignore[no-untyped-def]
+    [verdict] = [v for v in report.broken if v.name == name]
+    assert verdict.caught, verdict.explanation
+
+
+@pytest.mark.parametrize("mode", MISBEHAVIOURS)
+def test_runner_survives_misbehaving_program(report, mode: str) -> None:  # type: ignore[no-untyped-def]
+    [verdict] = [m for m in report.misbehaviours if m.mode == mode]
+    assert verdict.ok, verdict.detail
+
+
+def test_every_broken_rule_names_clauses_the_corpus_cites() -> None:
+    cited = {clause for case in load_cases() for clause in case.clauses}
+    for broken in BROKEN_IMPLEMENTATIONS:
+        assert set(broken.clauses) & cited, broken.name
+
+
+def test_selftest_command_exits_zero_and_reports_each_verdict(report) -> None:  # type: ignore[no-untyped-def]
+    assert report.ok
+    proofs = report.proofs()
+    assert proofs, "no clause is proven by any broken implementation"
