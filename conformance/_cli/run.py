@@ -58,6 +58,12 @@ def register(subparsers: Any) -> None:
         help="also run the kit's deliberately broken implementations and record, per clause, which ones "
         "its cases caught (proven_by in the JSON results)",
     )
+    parser.add_argument(
+        "--profile",
+        choices=("agent-session", "session-store"),
+        default="agent-session",
+        help="which contract to judge: the agent session spec (default) or the session-store contract",
+    )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     parser.set_defaults(handler=run_command)
 
@@ -71,6 +77,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.profile == "session-store":
+        from relavium_conformance._store.command import run_store_profile
+
+        return run_store_profile(args)
     all_cases = load_cases()
     cases = select_cases(all_cases, args.select)
     if args.list:

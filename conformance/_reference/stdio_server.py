@@ -93,7 +93,10 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 
 def _main(args: argparse.Namespace) -> int:
-    return asyncio.run(serve_stdio(misbehave=args.misbehave, once_marker=args.once_marker))
+    from relavium_conformance._reference.store_impl import both_profiles_factory
+
+    factory = both_profiles_factory(args.store)
+    return asyncio.run(serve_stdio(factory, misbehave=args.misbehave, once_marker=args.once_marker))
 
 
 def register(subparsers: Any) -> None:
@@ -103,4 +106,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--misbehave", choices=MISBEHAVIOURS, help="break the protocol on purpose (selftest)")
     parser.add_argument("--once-marker", type=Path, help="misbehave only while this file does not exist")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "ttl"),
+        default="sqlite",
+        help="the session store served beside the engine (session-store profile): the durable SQLite "
+        "store (default) or the in-memory TTL store",
+    )
     parser.set_defaults(handler=_main)

@@ -9,7 +9,8 @@ Matching rules (expected on the left, what the implementation did on the right):
 * operators, as one-key mappings: ``{$absent: true}`` (the key must not be there),
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
   containing a matching item), ``{$not_contains: "s"}`` (``s`` appears nowhere in the value's JSON),
-  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``.
+  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string matching it
+  whole), ``{$if_present: expected}`` (an optional field: absent, or present and matching).
 
 Normalising replaces ids and timestamps by placeholders so that snapshots compare; the envelope
 checks (``check_envelope``) verify what the placeholders hide: format, uniqueness and order.
@@ -65,7 +66,9 @@ def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -
         out: list[Difference] = []
         for key, want in expected.items():
             got = actual.get(key, ABSENT)
-            if got is ABSENT and (exact or not (isinstance(want, Mapping) and "$absent" in want)):
+            if got is ABSENT and (
+                exact or not (isinstance(want, Mapping) and ("$absent" in want or "$if_present" in want))
+            ):
                 out.append(
                     Difference(path=f"{path}.{key}", message="missing", expected=_short(want), actual=None)
                 )
@@ -117,8 +120,16 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
             if (actual is ABSENT) == bool(argument)
             else fail("must be absent" if argument else "must be present")
         )
+    if name == "$if_present":  # an optional field: absent is fine, present must match
+        return [] if actual is ABSENT else match(argument, actual, path)
     if actual is ABSENT:
         return fail("missing")
+    if name == "$matches":
+        return (
+            []
+            if isinstance(actual, str) and re.fullmatch(argument, actual)
+            else fail(f"must match {argument}")
+        )
     if name == "$any":
         return []
     if name == "$contains":

@@ -166,6 +166,9 @@ async def run_selftest(
         report.broken.append(verdict)
         if on_progress:
             on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
+    from relavium_conformance._selftest.store_proofs import run_store_selftest
+
+    report.broken.extend((await run_store_selftest(timeout=timeout, on_progress=on_progress)).broken)
     if include_misbehaviours:
         sending = [
             c

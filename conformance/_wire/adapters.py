@@ -198,23 +198,40 @@ def _parse_hello(result: Any) -> HelloResult:
 
 
 def _reference_factory(callback: Callback) -> InProcessImplementation:
-    from relavium_conformance._reference.impl import ReferenceImplementation
+    from relavium_conformance._reference.store_impl import both_profiles_factory
 
-    return ReferenceImplementation(callback)
+    return both_profiles_factory("sqlite")(callback)
 
 
-def reference_stdio_command() -> list[str]:
-    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
+def _reference_ttl_factory(callback: Callback) -> InProcessImplementation:
+    from relavium_conformance._reference.store_impl import both_profiles_factory
+
+    return both_profiles_factory("ttl")(callback)
+
+
+def reference_stdio_command(store: str = "sqlite") -> list[str]:
+    return [sys.executable, "-m", "relavium_conformance", "stdio-server", "--store", store]
 
 
 def resolve_adapter(
     name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
 ) -> Adapter:
-    """``reference`` | ``reference-stdio`` | ``stdio:COMMAND``."""
+    """``reference`` | ``reference-stdio`` | ``reference-ttl`` | ``reference-ttl-stdio`` | ``stdio:COMMAND``.
+
+    The reference adapters serve both profiles: the engine, and a session store (the durable SQLite
+    store, or with ``-ttl`` the in-memory TTL store).
+    """
     if name == "reference":
         return InProcessAdapter("reference", _reference_factory)
+    if name == "reference-ttl":
+        return InProcessAdapter("reference-ttl", _reference_ttl_factory)
     if name == "reference-stdio":
         return StdioAdapter(name, reference_stdio_command(), validate=validate, request_timeout=timeout)
+    if name == "reference-ttl-stdio":
+        return StdioAdapter(name, reference_stdio_command("ttl"), validate=validate, request_timeout=timeout)
     if name.startswith("stdio:") and name[len("stdio:") :].strip():
         return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
-    raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")
+    raise KitUsageError(
+        f"unknown adapter {name!r}: use reference, reference-stdio, reference-ttl, reference-ttl-stdio "
+        "or stdio:COMMAND"
+    )

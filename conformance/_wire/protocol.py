@@ -62,6 +62,7 @@ __all__ = [
 SESSION_STATE_ERROR = -32001  # data: {"kind": "session_state", "code": "<SessionStateError code>"}
 INVALID_INPUT = -32002  # data: {"kind": "invalid_input", "message": "<fixed message>"}
 UNSUPPORTED_OPERATION = -32003  # data: {"kind": "unsupported"}
+SESSION_ERROR = -32004  # data: {"kind": "session_error", "code": "<SessionError code>"} (store profile)
 
 Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """How an implementation calls the kit: ``await callback(method, params) -> result``."""
@@ -434,6 +435,8 @@ def error_from_rpc(error: RpcError) -> OperationError:
         return OperationError("invalid_input", None, error.message)
     if error.code == UNSUPPORTED_OPERATION:
         return OperationError("unsupported", None, error.message)
+    if error.code == SESSION_ERROR:  # the session-store profile's refusal (_store/protocol.py)
+        return OperationError("session_error", str(data.get("code")), error.message)
     return OperationError("rpc_error", str(error.code), error.message)
 
 
