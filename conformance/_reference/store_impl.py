@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._store.protocol import METHODS_BY_NAME, SESSION_ERROR
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.protocol import INVALID_INPUT, Callback, HelloResult
+from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.protocol import INVALID_INPUT, Callback
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
 from relavium_reference._host.store_session import INHERIT, StoreSession
@@ -183,7 +184,7 @@ class ReferenceStoreImplementation:
                 INVALID_INPUT, "invalid params", {"kind": "invalid_input", "message": str(exc)}
             ) from None
         try:
-            answer = await getattr(self, row.handler)(parsed)
+            answer = await getattr(self, str(row.serve))(parsed)
         except SessionError as exc:
             raise RpcError(
                 SESSION_ERROR, exc.message, {"kind": "session_error", "code": str(exc.code)}
@@ -196,7 +197,7 @@ class ReferenceStoreImplementation:
         """The store alone (selftest's broken stores): its declaration, no engine capability."""
         from relavium_conformance._reference.impl import REFERENCE_NAME, _python_version, _version
         from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION
-        from relavium_conformance._wire.protocol import ImplementationInfo
+        from relavium_conformance._wire.messages import ImplementationInfo
 
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
@@ -214,18 +215,18 @@ class ReferenceStoreImplementation:
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    async def _open(self, p: Any) -> dict[str, Any]:
+    async def on_store_open(self, p: Any) -> dict[str, Any]:
         if self._store is not None:
             await self._store.dispose()
         self._clock.now = p.clock_ms
         self._store = self._opener(p.location, self._clock)
         return {}
 
-    async def _set_clock(self, p: Any) -> dict[str, Any]:
+    async def on_store_set_clock(self, p: Any) -> dict[str, Any]:
         self._clock.now = p.now_ms
         return {}
 
-    async def _dispose(self, p: Any) -> dict[str, Any]:
+    async def on_store_dispose(self, p: Any) -> dict[str, Any]:
         if self._store is not None:
             try:
                 await self._store.dispose()
@@ -235,7 +236,7 @@ class ReferenceStoreImplementation:
 
     # --- sessions ----------------------------------------------------------------------------------
 
-    async def _acquire(self, p: Any) -> dict[str, Any]:
+    async def on_store_acquire(self, p: Any) -> dict[str, Any]:
         placement = (
             None if p.placement is None else SessionPlacement.from_wire(p.placement.model_dump(by_alias=True))
         )
@@ -246,80 +247,80 @@ class ReferenceStoreImplementation:
             "metadata": got.session.metadata.to_wire(),
         }
 
-    async def _touch(self, p: Any) -> dict[str, Any]:
+    async def on_store_touch(self, p: Any) -> dict[str, Any]:
         await self.store.touch(p.session_id)
         return {}
 
-    async def _release(self, p: Any) -> dict[str, Any]:
+    async def on_store_release(self, p: Any) -> dict[str, Any]:
         await self.store.release(p.session_id)
         return {}
 
-    async def _forget(self, p: Any) -> dict[str, Any]:
+    async def on_store_forget(self, p: Any) -> dict[str, Any]:
         await self.store.forget(p.session_id)
         return {}
 
-    async def _pin(self, p: Any) -> dict[str, Any]:
+    async def on_store_pin(self, p: Any) -> dict[str, Any]:
         await self.store.pin(p.session_id)
         return {}
 
-    async def _unpin(self, p: Any) -> dict[str, Any]:
+    async def on_store_unpin(self, p: Any) -> dict[str, Any]:
         await self.store.unpin(p.session_id)
         return {}
 
-    async def _note_task_run(self, p: Any) -> dict[str, Any]:
+    async def on_store_note_task_run(self, p: Any) -> dict[str, Any]:
         await self.store.note_task_run(p.session_id, p.task_id, p.run_id)
         return {}
 
-    async def _list(self, p: Any) -> dict[str, Any]:
+    async def on_store_list(self, p: Any) -> dict[str, Any]:
         return {"sessions": [s.to_wire() for s in await self.store.list_sessions()]}
 
-    async def _list_placed(self, p: Any) -> dict[str, Any]:
+    async def on_store_list_placed(self, p: Any) -> dict[str, Any]:
         rows = await self.store.list_placed(p.kind, older_than_ms=p.older_than_ms, scope=p.scope)
         return {"rows": [r.to_wire() for r in rows]}
 
-    async def _fork(self, p: Any) -> dict[str, Any]:
+    async def on_store_fork(self, p: Any) -> dict[str, Any]:
         owner = p.owner if "owner" in p.model_fields_set else INHERIT
         return {"sessionId": await self.store.fork(p.source_id, owner)}
 
-    async def _owner_of(self, p: Any) -> dict[str, Any]:
+    async def on_store_owner_of(self, p: Any) -> dict[str, Any]:
         owner = await self.store.owner_of(p.session_id)
         return {} if isinstance(owner, Unknown) else {"owner": owner}
 
-    async def _register(self, p: Any) -> dict[str, Any]:
+    async def on_store_register(self, p: Any) -> dict[str, Any]:
         await self.store.register(p.session_id, p.owner)
         return {}
 
-    async def _incarnation_of(self, p: Any) -> dict[str, Any]:
+    async def on_store_incarnation_of(self, p: Any) -> dict[str, Any]:
         incarnation = await self.store.incarnation_of(p.session_id)
         return {} if isinstance(incarnation, Unknown) else {"incarnation": incarnation}
 
-    async def _size(self, p: Any) -> dict[str, Any]:
+    async def on_store_size(self, p: Any) -> dict[str, Any]:
         return {"size": self.store.size}
 
-    async def _entries(self, p: Any) -> dict[str, Any]:
+    async def on_store_entries(self, p: Any) -> dict[str, Any]:
         return {"entries": self._refs.get(p.ref).committed()}
 
-    async def _append(self, p: Any) -> dict[str, Any]:
+    async def on_store_append(self, p: Any) -> dict[str, Any]:
         session = self._refs.get(p.ref)
         session.stage(p.entries)
         if p.commit:
             await session.commit()
         return {}
 
-    async def _commit(self, p: Any) -> dict[str, Any]:
+    async def on_store_commit(self, p: Any) -> dict[str, Any]:
         await self._refs.get(p.ref).commit()
         return {}
 
     # --- pure helpers ------------------------------------------------------------------------------
 
-    async def _pure_bounded_tail(self, p: Any) -> dict[str, Any]:
+    async def on_pure_bounded_tail(self, p: Any) -> dict[str, Any]:
         tail, floor = self._pure.bounded_tail(list(p.entries))
         return {"tail": list(tail), "floorEntryId": floor}
 
-    async def _pure_has_conversation_content(self, p: Any) -> dict[str, Any]:
+    async def on_pure_has_conversation_content(self, p: Any) -> dict[str, Any]:
         return {"result": bool(self._pure.has_conversation_content(list(p.branch)))}
 
-    async def _pure_is_session_conflict(self, p: Any) -> dict[str, Any]:
+    async def on_pure_is_session_conflict(self, p: Any) -> dict[str, Any]:
         return {"result": bool(self._pure.is_session_conflict(conflict_value(p.value)))}
 
 

@@ -85,6 +85,45 @@ class _OwnerOfCollapses(SqliteSessionStore):
         return None if isinstance(owner, Unknown) else owner
 
 
+class _AnonymousReadsUnknown(SqliteSessionStore):
+    async def owner_of(self, session_id: str) -> str | Unknown | None:
+        owner = await super().owner_of(session_id)
+        return UNKNOWN if owner is None else owner
+
+
+class _OwnedReadsAnonymous(SqliteSessionStore):
+    async def owner_of(self, session_id: str) -> str | Unknown | None:
+        owner = await super().owner_of(session_id)
+        return None if isinstance(owner, str) else owner
+
+
+class _ListNewestOnly(SqliteSessionStore):
+    async def list_sessions(self) -> list[StoreSummary]:
+        return (await super().list_sessions())[:1]
+
+
+class _TtlHidesPlacementArgument(TtlSessionStore):
+    """Declares no placements, yet keeps a session created with one out of list()."""
+
+    _hidden: set[str]
+
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        got = await super().acquire(session_id, require_existing=require_existing)
+        if placement is not None:
+            self.__dict__.setdefault("_hidden", set()).add(got.session_id)
+        return got
+
+    async def list_sessions(self) -> list[StoreSummary]:
+        hidden = self.__dict__.get("_hidden", set())
+        return [r for r in await super().list_sessions() if r.session_id not in hidden]
+
+
 class _RegisterReadThenWrite(SqliteSessionStore):
     """Reads the owner from this instance's view, then writes with REPLACE: no uniqueness guarantee."""
 
@@ -520,6 +559,28 @@ BROKEN_STORES: tuple[BrokenStore, ...] = (
         "ownerOf answers null for an id with no row",
         ("SS-OWN-002", "SS-OWN-003"),
         store=_OwnerOfCollapses,
+    ),
+    BrokenStore(
+        "owner-of-anonymous-reads-unknown",
+        "ownerOf answers no row for an anonymous session",
+        ("SS-OWN-002", "SS-OWN-004"),
+        store=_AnonymousReadsUnknown,
+    ),
+    BrokenStore(
+        "owner-of-owned-reads-anonymous",
+        "ownerOf answers null for an owned session",
+        ("SS-OWN-002", "SS-OWN-005"),
+        store=_OwnedReadsAnonymous,
+    ),
+    BrokenStore(
+        "list-newest-only", "list answers only the newest session", ("SS-RUN-026",), store=_ListNewestOnly
+    ),
+    BrokenStore(
+        "ttl-hides-placement-argument",
+        "a store without placements still treats a placed acquire specially",
+        ("SS-PLACE-009",),
+        kind="ttl",
+        store=_TtlHidesPlacementArgument,
     ),
     BrokenStore(
         "register-read-then-write",

@@ -22,7 +22,7 @@ from relavium_conformance._report.results import (
 )
 from relavium_conformance._store.cases import AnyStoreCase
 from relavium_conformance._store.execute import AdapterFactory, ConnectionPool, execute_store_case
-from relavium_conformance._wire.protocol import HelloResult
+from relavium_conformance._wire.messages import HelloResult
 
 __all__ = ["run_store_cases"]
 

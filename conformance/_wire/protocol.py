@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from relavium_conformance._wire import messages as m
+from relavium_conformance._wire import store_messages as sm
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.model import SCHEMA_DIALECT, SCHEMA_ID_BASE
 
@@ -216,6 +217,56 @@ METHODS: tuple[Method, ...] = (
         m.HostLoadSessionResult,
         "export",
         "read the host's persisted transcript",
+    ),
+    # --- the session-store profile (``_store/``): a store never calls back -------------------------
+    _op("store.open", sm.StoreOpen, sm.StoreEmpty, "session-store", "open the store over the kit's location"),
+    _op("store.setClock", sm.StoreSetClock, sm.StoreEmpty, "store:clock", "move the store's clock"),
+    _op("store.acquire", sm.StoreAcquire, sm.Acquired, "session-store", "get or create a session"),
+    _op("store.touch", sm.StoreSessionId, sm.StoreEmpty, "session-store", "mark a session active"),
+    _op(
+        "store.release", sm.StoreSessionId, sm.StoreEmpty, "session-store", "drop a session from the live set"
+    ),
+    _op("store.forget", sm.StoreSessionId, sm.StoreEmpty, "store:forget", "drop the cached view only"),
+    _op("store.pin", sm.StoreSessionId, sm.StoreEmpty, "store:pin", "protect from idle eviction"),
+    _op("store.unpin", sm.StoreSessionId, sm.StoreEmpty, "store:pin", "end the protection"),
+    _op("store.noteTaskRun", sm.StoreNoteTaskRun, sm.StoreEmpty, "store:noteTaskRun", "record a started run"),
+    _op("store.list", sm.StoreEmpty, sm.StoreSessions, "store:list", "summaries, newest first"),
+    _op("store.listPlaced", sm.StoreListPlaced, sm.StoreRows, "store:listPlaced", "the placed partition"),
+    _op("store.fork", sm.StoreFork, sm.StoreForked, "store:fork", "copy a session's committed history"),
+    _op("store.ownerOf", sm.StoreSessionId, sm.StoreOwner, "store:ownership", "no row, anonymous or owned"),
+    _op("store.register", sm.StoreRegister, sm.StoreEmpty, "store:ownership", "first-write-wins ownership"),
+    _op(
+        "store.incarnationOf",
+        sm.StoreSessionId,
+        sm.StoreIncarnation,
+        "store:incarnationOf",
+        "the row's incarnation",
+    ),
+    _op("store.size", sm.StoreEmpty, sm.StoreSize, "session-store", "how many live sessions"),
+    _op("store.dispose", sm.StoreEmpty, sm.StoreEmpty, "session-store", "release the store's resources"),
+    _op("store.entries", sm.StoreRef, sm.StoreEntries, "session-store", "a live session's committed path"),
+    _op("store.append", sm.StoreAppend, sm.StoreEmpty, "session-store", "append, or stage a turn in flight"),
+    _op("store.commit", sm.StoreRef, sm.StoreEmpty, "session-store", "commit the staged turn"),
+    _op(
+        "pure.boundedTail",
+        sm.StoreBoundedTail,
+        sm.StoreBoundedTailResult,
+        "session-store",
+        "the tail a stateless runner resumes from",
+    ),
+    _op(
+        "pure.hasConversationContent",
+        sm.StoreBranch,
+        sm.StoreVerdict,
+        "session-store",
+        "whether a branch holds conversation",
+    ),
+    _op(
+        "pure.isSessionConflict",
+        sm.StoreConflict,
+        sm.StoreVerdict,
+        "session-store",
+        "whether a value is a session conflict",
     ),
 )
 
