@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import load_cases, select_cases
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitUsageError
@@ -29,7 +30,7 @@ from relavium_conformance._run.vectors import (
     load_vector_cases,
     vectors_dir,
 )
-from relavium_conformance._wire.adapters import InProcessAdapter, resolve_adapter
+from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.protocol import OPERATIONS, HelloResult, protocol_schemas
 from relavium_reference._schemas import render
 
