@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._selftest.broken_stores import BROKEN_STORES
@@ -14,7 +15,7 @@ from relavium_conformance._selftest.store_proofs import run_store_selftest
 from relavium_conformance._store.cases import StoreCase, load_store_cases
 from relavium_conformance._store.protocol import declaration_of
 from relavium_conformance._store.runner import run_store_cases
-from relavium_conformance._wire.adapters import Adapter, resolve_adapter
+from relavium_conformance._wire.adapters import Adapter
 
 ONLY_WITHOUT_PLACEMENTS = {"store/placement-ignored-without-declaration"}
 

@@ -10,13 +10,14 @@ import argparse
 import asyncio
 import sys
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import select_cases
 from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
 from relavium_conformance._store.cases import load_store_cases
 from relavium_conformance._store.runner import run_store_cases
-from relavium_conformance._wire.adapters import Adapter, resolve_adapter
+from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["run_store_profile"]
