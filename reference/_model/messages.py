@@ -13,7 +13,7 @@ and by resume, and the JSON Schema generator behind ``schemas/session-message.sc
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -57,6 +57,7 @@ __all__ = [
     "parse_agent_session_record",
     "parse_content_part",
     "parse_session_message",
+    "timestamp_in_range",
 ]
 
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -229,6 +230,19 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
+def timestamp_in_range(value: str) -> bool:
+    """Whether an offset timestamp names an instant in years 1 to 9999 once moved to UTC (KD-DB-7).
+
+    ``0001-01-01T00:00:00+23:59`` matches the pattern but is an instant before year 1; a store that
+    keeps UTC cannot represent it, so it refuses it on write.
+    """
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
 class SessionMessage(WireModel):
     """One durable, append-only transcript row of a session."""
 
@@ -244,9 +258,11 @@ class SessionMessage(WireModel):
     @model_validator(mode="before")
     @classmethod
     def _known_part_types(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for part in data.get("content") or ():
-                if isinstance(part, dict) and part.get("type") not in _PART_TYPES:
+        content = data.get("content") if isinstance(data, dict) else None
+        if isinstance(content, list | tuple):  # any other shape is left to the field's own check
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if isinstance(part, dict) and not (isinstance(kind, str) and kind in _PART_TYPES):
                     raise _refuse("unknown_part_type")
         return data
 
