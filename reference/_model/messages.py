@@ -13,7 +13,7 @@ and by resume, and the JSON Schema generator behind ``schemas/session-message.sc
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -57,7 +57,6 @@ __all__ = [
     "parse_agent_session_record",
     "parse_content_part",
     "parse_session_message",
-    "timestamp_in_range",
 ]
 
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -229,18 +228,6 @@ def _check_timestamp(value: str) -> str:
         raise _refuse("bad_timestamp")
     return value
 
-
-def timestamp_in_range(value: str) -> bool:
-    """Whether an offset timestamp names an instant in years 1 to 9999 once moved to UTC (KD-DB-7).
-
-    ``0001-01-01T00:00:00+23:59`` matches the pattern but is an instant before year 1; a store that
-    keeps UTC cannot represent it, so it refuses it on write.
-    """
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    except (ValueError, OverflowError):
-        return False
-    return True
 
 
 class SessionMessage(WireModel):
