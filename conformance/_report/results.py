@@ -23,7 +23,7 @@ from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_val
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
-from relavium_reference._model.shapes import StrictModel
+from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -101,7 +101,7 @@ class FailureKind(StrEnum):
     KIT_CHOICE = "kit-choice"  # every unmet observation rests on a kit-defined choice (a KD- entry)
 
 
-class Difference(StrictModel):
+class Difference(KitStrict):
     """One expected observation that was not met.  ``path`` locates it in the observations.
 
     ``clauses`` names the clauses a generic check (the event envelope, the event schema, the canonical
@@ -126,7 +126,7 @@ class Difference(StrictModel):
         return one_line(value)
 
 
-class CaseResult(StrictModel):
+class CaseResult(KitStrict):
     """The outcome of one conformance case.
 
     ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
@@ -261,7 +261,7 @@ _CHECKED_STATUSES = frozenset({"testable", "kit-defined"})
 _UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
 
 
-class ClauseResult(StrictModel):
+class ClauseResult(KitStrict):
     """One clause's verdict in a run.
 
     ``cases`` cite the clause (or booked a failure on it); ``failed_by`` are the cases whose failure is
@@ -352,7 +352,7 @@ def _clause_status(statuses: Iterable[CaseStatus]) -> ClauseStatus:
 # --- the run -----------------------------------------------------------------------------------------
 
 
-class KitInfo(StrictModel):
+class KitInfo(KitStrict):
     name: str = "relavium-conformance"
     version: str
 
@@ -366,7 +366,7 @@ class KitInfo(StrictModel):
         return cls(version=version)
 
 
-class ImplementationInfo(StrictModel):
+class ImplementationInfo(KitStrict):
     """Who was tested: as declared by the adapter (the stdio ``hello`` or the in-process adapter)."""
 
     name: Annotated[str, Field(min_length=1)]
@@ -376,7 +376,7 @@ class ImplementationInfo(StrictModel):
     adapter: str  # the transport, e.g. "in-process" or "stdio"
 
 
-class Summary(StrictModel):
+class Summary(KitStrict):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
     errored: Annotated[int, Field(ge=0)]
@@ -407,12 +407,12 @@ class StaleWhy(StrEnum):
     MISSING = "missing"  # the kit has no case with the listed id
 
 
-class StaleEntry(StrictModel):
+class StaleEntry(KitStrict):
     case: str
     why: StaleWhy
 
 
-class BaselineComparison(StrictModel):
+class BaselineComparison(KitStrict):
     """How a run compares with a baseline of known failures (see ``_baseline.compare``).
 
     ``not_run`` lists baseline entries whose case exists but was not selected, or was unsupported, in this
@@ -430,7 +430,7 @@ class BaselineComparison(StrictModel):
         return not self.new_failures and not self.stale_entries
 
 
-class CapabilityGate(StrictModel):
+class CapabilityGate(KitStrict):
     """Capabilities a run had to declare: those its baseline recorded, and those asked for on the
     command line (``--require-capability``, ``--require-all``).  ``missing`` fails the run."""
 
@@ -443,7 +443,7 @@ class CapabilityGate(StrictModel):
         return not self.missing
 
 
-class RunResult(StrictModel):
+class RunResult(KitStrict):
     """One run of the kit against one implementation."""
 
     results_version: Literal[1] = 1
