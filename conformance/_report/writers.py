@@ -42,6 +42,7 @@ __all__ = [
     "read_json",
     "results_document",
     "results_validator",
+    "write_github_summary",
     "write_json",
     "write_junit",
     "write_markdown",
@@ -386,6 +387,19 @@ def _markdown_clauses(run: RunResult) -> list[str]:
 
 def write_markdown(run: RunResult, path: Path) -> None:
     path.write_text(markdown_report(run), encoding="utf-8")
+
+
+def write_github_summary(run: RunResult, *, environ: Mapping[str, str] | None = None) -> Path:
+    """Append the Markdown summary to the file GitHub Actions names in ``GITHUB_STEP_SUMMARY``."""
+    from relavium_conformance._errors import KitUsageError
+
+    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not target:
+        raise KitUsageError("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(markdown_report(run) + "\n")
+    return path
 
 
 # --- terminal ----------------------------------------------------------------------------------------
