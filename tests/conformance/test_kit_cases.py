@@ -19,6 +19,7 @@ from relavium_conformance._corpus.cases import (
 )
 from relavium_conformance._corpus.catalogue import clause_ids
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._wire.model import schema_registry
 from relavium_reference._schemas import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +36,9 @@ def test_the_corpus_is_found_and_every_case_cites_known_clauses() -> None:
 
 def test_every_case_file_validates_against_the_committed_schema() -> None:
     schema = json.loads((ROOT / "schemas" / "transcript.schema.json").read_text(encoding="utf-8"))
-    validator = Draft202012Validator(schema)
+    validator = Draft202012Validator(schema, registry=schema_registry())  # chunks $ref stream-chunk
     for path in sorted(transcripts_dir().rglob("*.yaml")):
-        validator.validate(YAML(typ="safe").load(path.read_text(encoding="utf-8")))
+        validator.validate(YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8")))
 
 
 def test_transcript_schema_matches_the_model() -> None:
@@ -111,3 +112,19 @@ def test_selection_by_id_area_clause_and_clause_area() -> None:
     assert first in select_cases(cases, [first.clauses[0]])
     assert first in select_cases(cases, [first.clauses[0].rsplit("-", 1)[0]])
     assert select_cases(cases, ["no-such-area/*"]) == ()
+
+
+def test_every_kit_choice_a_case_rests_on_is_recorded() -> None:
+    import re
+
+    text = (ROOT / "docs" / "kit-defined.md").read_text(encoding="utf-8")
+    recorded = set(re.findall(r"^## (KD-[A-Z]+-\d+):", text, re.M))
+    named = {
+        (case.id, kd)
+        for case in load_cases()
+        if isinstance(case, Case)
+        for kd in (*case.kit_defined, *(kd for step in case.steps for kd in step.kit_defined))
+    }
+    assert {pair for pair in named if pair[1] not in recorded} == set()
+    for generic in ("KD-EVT-2", "KD-EVT-4", "KD-EVT-6"):  # what the generic event checks cite
+        assert generic in recorded
