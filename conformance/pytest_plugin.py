@@ -95,9 +95,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def case_verdict(adapter: str, case_id: str) -> object:
     """The :class:`CaseResult` of ``case_id`` under ``adapter`` (the suite runs once per adapter)."""
+    from relavium_conformance._connect import resolve_adapter
     from relavium_conformance._corpus.cases import load_cases
     from relavium_conformance._run.runner import RunOutcome, run_cases_sync
-    from relavium_conformance._wire.adapters import resolve_adapter
 
     if adapter not in _RUNS:
         _RUNS[adapter] = run_cases_sync(resolve_adapter(adapter), load_cases())

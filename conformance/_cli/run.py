@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import load_cases, select_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
@@ -15,7 +16,6 @@ from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.proofs import run_selftest
-from relavium_conformance._wire.adapters import resolve_adapter
 from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["register", "run_command"]

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitShapeError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
     CreateParams,
@@ -245,7 +246,7 @@ class ReferenceImplementation:
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             implementation=ImplementationInfo(
-                name=self._name, version=_version(), language=f"python {_python_version()}"
+                name=self._name, version=kit_version(), language=f"python {_python_version()}"
             ),
             capabilities=self._capabilities,
         )
@@ -453,15 +454,6 @@ class ReferenceImplementation:
             advertise=None if allowed is None else (lambda name: name in allowed),
             confirm=confirm if spec.confirm else None,
         )
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("relavium-conformance")
-    except PackageNotFoundError:
-        return "0+checkout"
 
 
 def _python_version() -> str:

@@ -6,19 +6,18 @@
 * :class:`StdioAdapter` runs a program and speaks JSON-RPC 2.0 over its stdin/stdout (one object per
   line, requests both ways); stderr is captured out of band.
 
-Adapter names on the command line: ``reference`` (in-process reference engine), ``reference-stdio``
-(the reference engine as a subprocess, through this very protocol), ``stdio:COMMAND`` (any program).
+Turning an adapter name of the command line into an adapter is :mod:`relavium_conformance._connect`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.model import kit_parse
@@ -32,17 +31,13 @@ __all__ = [
     "OperationError",
     "StdioAdapter",
     "kit_hello_params",
-    "reference_stdio_command",
-    "resolve_adapter",
 ]
 
 
 def kit_hello_params() -> dict[str, Any]:
-    from relavium_conformance._reference.impl import _version
-
     return {
         "protocolVersion": PROTOCOL_VERSION,
-        "kit": {"name": "relavium-conformance", "version": _version()},
+        "kit": {"name": "relavium-conformance", "version": kit_version()},
     }
 
 
@@ -194,26 +189,3 @@ def _parse_hello(result: Any) -> HelloResult:
         return kit_parse(HelloResult, result)
     except KitShapeError as exc:
         raise AdapterError(f"the hello answer is malformed: {exc}") from None
-
-
-def _reference_factory(callback: Callback) -> InProcessImplementation:
-    from relavium_conformance._reference.impl import ReferenceImplementation
-
-    return ReferenceImplementation(callback)
-
-
-def reference_stdio_command() -> list[str]:
-    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
-
-
-def resolve_adapter(
-    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
-) -> Adapter:
-    """``reference`` | ``reference-stdio`` | ``stdio:COMMAND``."""
-    if name == "reference":
-        return InProcessAdapter("reference", _reference_factory)
-    if name == "reference-stdio":
-        return StdioAdapter(name, reference_stdio_command(), validate=validate, request_timeout=timeout)
-    if name.startswith("stdio:") and name[len("stdio:") :].strip():
-        return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
-    raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")
