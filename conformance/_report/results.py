@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
 
@@ -122,6 +122,13 @@ class CaseResult(KitStrict):
     differences: tuple[Difference, ...] = ()
     stderr_tail: str | None = None
     handshake_failed: bool = False
+
+    @classmethod
+    def of(cls, case: Any, status: CaseStatus, **fields: Any) -> CaseResult:
+        """The result of ``case`` (a transcript or a vector case): its id, title, area and clauses."""
+        return cls(
+            id=case.id, title=case.title, area=case.area, clauses=case.clauses, status=status, **fields
+        )
 
     @model_validator(mode="before")
     @classmethod

@@ -55,7 +55,12 @@ from relavium_reference._model.messages import AgentSessionRecord
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext, WireModel
 from relavium_reference._model.tools import ToolRegistry, TurnPolicy
-from relavium_reference._model.vocabulary import RETRYABLE_ERROR_CODES, ErrorCode, SessionStopReason
+from relavium_reference._model.vocabulary import (
+    RETRYABLE_ERROR_CODES,
+    TERMINAL_FINISH_REASONS,
+    ErrorCode,
+    SessionStopReason,
+)
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
@@ -460,7 +465,7 @@ class AgentSession:
                 round_messages=progress.round_messages,
                 structural_names=names,
                 model=progress.model,
-                finish_reason=stop if stop in ("stop", "length", "content_filter") else "stop",
+                finish_reason=stop if stop in TERMINAL_FINISH_REASONS else "stop",
                 costs=self._costs(progress),
             )
             await persister.commit_turn(self.session_id, turn)
