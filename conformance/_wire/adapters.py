@@ -6,7 +6,8 @@
 * :class:`StdioAdapter` runs a program and speaks JSON-RPC 2.0 over its stdin/stdout (one object per
   line, requests both ways); stderr is captured out of band.
 
-Turning an adapter name of the command line into an adapter is :mod:`relavium_conformance._connect`.
+Adapter names (``reference``, ``stdio:COMMAND``, ``python:module:factory``...) are resolved in
+:mod:`relavium_conformance._connect`, above this room.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "OperationError",
     "StdioAdapter",
     "kit_hello_params",
+    "parse_hello",
 ]
 
 
@@ -96,7 +98,9 @@ class InProcessAdapter:
             return await asyncio.shield(task)
 
         self._implementation = self._factory(isolated)
-        return self._implementation.hello_result()
+        hello = self._implementation.hello_result()
+        # a port may answer with the plain JSON object it would send over stdio
+        return hello if isinstance(hello, HelloResult) else parse_hello(hello)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         if self._implementation is None:
@@ -110,6 +114,10 @@ class InProcessAdapter:
         except TimeoutError:
             task.cancel()
             raise AdapterError(f"no answer to {method!r} within {timeout:g} s") from None
+        except (AdapterError, KitUsageError, OperationError):
+            raise
+        except Exception as exc:  # a port's own bug: the case errors, the run goes on
+            raise AdapterError(f"{method!r} raised {type(exc).__name__}: {exc}") from None
 
     async def recover(self) -> None:
         if self._callback is not None:
@@ -157,7 +165,7 @@ class StdioAdapter:
     async def open(self, callback: Callback) -> HelloResult:
         self._callback = callback
         result = await self._connection.start(kit_hello_params())
-        return _parse_hello(result)
+        return parse_hello(result)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         try:
@@ -184,7 +192,7 @@ class StdioAdapter:
             await self._connection.close()
 
 
-def _parse_hello(result: Any) -> HelloResult:
+def parse_hello(result: Any) -> HelloResult:
     try:
         return kit_parse(HelloResult, result)
     except KitShapeError as exc:
