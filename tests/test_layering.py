@@ -34,8 +34,8 @@ KIT_ROOMS: tuple[tuple[str, ...], ...] = (
     ("_report",),
     ("_reference",),
     ("_run",),
-    ("_connect",),
     ("_selftest",),
+    ("_connect",),
     ("_cli",),
     ("__init__", "__main__", "pytest_plugin", "strategies"),
 )
