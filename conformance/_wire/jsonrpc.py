@@ -6,9 +6,8 @@ requests before it answers.  :class:`JsonRpcPeer` is therefore symmetric: it sen
 notifications, correlates answers by id, and serves incoming requests through one owner-supplied handler,
 each in its own task, answering each as soon as it finishes.
 
-The module knows nothing about sessions.  The kit's message set is built on top of it through three
-seams: the ``handler`` (incoming calls), the ``validate`` hook (every message, both directions, with the
-method it belongs to), and the plain-dict parameters and results.
+It knows nothing of sessions; the message set sits on three seams: the ``handler`` (incoming calls),
+the ``validate`` hook (every message, either way, with its method), and plain-dict params and results.
 
 Failures of the other side are :class:`~relavium_conformance._errors.AdapterError` leaves with a one-line
 ``reason``; after any of them the peer is *broken*: every pending request fails with that error and every
