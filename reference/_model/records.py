@@ -17,10 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from relavium_reference._model.llm import LlmMessage
-from relavium_reference._model.llm import TextPart as LlmTextPart
-from relavium_reference._model.llm import ToolCallPart as LlmToolCallPart
-from relavium_reference._model.llm import ToolResultPart as LlmToolResultPart
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
 from relavium_reference._model.messages import (
     ISO_TIMESTAMP_PATTERN,
     REFUSAL_MESSAGES,
