@@ -409,36 +409,30 @@ class JsonRpcPeer:
             )
 
     def cork(self) -> None:
-        """Hold outgoing messages until :meth:`uncork`, which writes them all in one write: the other
-        side then reads them together (how the kit issues two operations "at the same moment")."""
+        """Hold outgoing messages until :meth:`uncork` sends them together (KD-KIT-1)."""
         if self._corked is None:
             self._corked = []
 
     async def uncork(self) -> None:
         lines, self._corked = self._corked, None
-        if not lines:
-            return
-        if len(lines) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
-            lines = [b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]\n"]
-        async with self._write_lock:
-            self._raise_if_unusable()
-            try:
-                self._writer.write(lines[0])
-                await self._writer.drain()
-            except OSError as exc:
-                await self._crash(f"writing failed ({type(exc).__name__})")
-                self._raise_if_unusable()
+        if len(lines or ()) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
+            await self._write(b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n")
+        elif lines:
+            await self._write(lines[0])
 
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
         self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
         if self._corked is not None:
             self._corked.append(line)
-            return
+        else:
+            await self._write(line)
+
+    async def _write(self, data: bytes) -> None:
         async with self._write_lock:
             self._raise_if_unusable()
             try:
-                self._writer.write(line)
+                self._writer.write(data)
                 await self._writer.drain()
             except OSError as exc:  # BrokenPipeError, ConnectionResetError: the other side is gone
                 await self._crash(f"writing failed ({type(exc).__name__})")
