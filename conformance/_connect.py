@@ -5,6 +5,8 @@
 * ``reference-ttl``, ``reference-ttl-stdio``: the same with the in-memory TTL session store beside the
   engine instead of the durable SQLite store (both reference adapters serve both profiles);
 * ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
+* ``broken:NAME``: one of the kit's deliberately broken implementations (``selftest`` lists them),
+  in-process: to see what a failure looks like, or to prove a check bites;
 * ``python:package.module:factory``: a Python port, in-process.  ``factory`` is called with the kit's
   callback and returns an object with ``hello_result()`` and ``async handle(method, params)`` (see
   ``docs/adapters.md``); ``factory`` may be a dotted attribute path (``module:Class.make``).
@@ -46,9 +48,9 @@ __all__ = [
 ]
 
 ADAPTER_NAMES_HELP = (
-    "reference (in-process), reference-stdio, reference-ttl[-stdio] (session-store profile: the TTL "
-    "store), stdio:COMMAND (any program), or python:MODULE:FACTORY "
-    "(a Python port, in-process); ALIAS=NAME names it in reports"
+    "reference (in-process), reference-stdio, reference-ttl[-stdio] (the TTL session store), "
+    "stdio:COMMAND (any program), python:MODULE:FACTORY (a Python port, in-process) or broken:NAME "
+    "(a broken engine of the selftest); ALIAS=NAME names it"
 )
 
 _ALIAS = re.compile(r"^(?P<alias>[A-Za-z0-9_.-]+)=(?P<name>.+)$")
@@ -145,4 +147,12 @@ def resolve_adapter(
         return StdioAdapter(label, bare[len("stdio:") :], validate=validate, request_timeout=timeout)
     if bare.startswith("python:"):
         return InProcessAdapter(label, python_factory(bare))
+    if bare.startswith("broken:"):
+        from relavium_conformance._selftest.broken import broken_by_name
+
+        try:
+            broken = broken_by_name(bare[len("broken:") :])
+        except KeyError:
+            raise KitUsageError(f"no broken implementation is named {bare[len('broken:') :]!r}") from None
+        return InProcessAdapter(label, broken.factory())
     raise KitUsageError(f"unknown adapter {name!r}: use {ADAPTER_NAMES_HELP}")

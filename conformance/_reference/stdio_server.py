@@ -95,7 +95,13 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 def _main(args: argparse.Namespace) -> int:
     from relavium_conformance._reference.store_impl import both_profiles_factory
 
-    factory = both_profiles_factory(args.store)
+    factory: Any = both_profiles_factory(args.store)
+    if args.capabilities is not None:
+        declared = tuple(name for name in args.capabilities.split(",") if name)
+
+        def factory(callback: Any) -> ReferenceImplementation:
+            return ReferenceImplementation(callback, capabilities=declared)
+
     return asyncio.run(serve_stdio(factory, misbehave=args.misbehave, once_marker=args.once_marker))
 
 
@@ -112,5 +118,10 @@ def register(subparsers: Any) -> None:
         default="sqlite",
         help="the session store served beside the engine (session-store profile): the durable SQLite "
         "store (default) or the in-memory TTL store",
+    )
+    parser.add_argument(
+        "--capabilities",
+        metavar="A,B",
+        help="declare only these capabilities (comma-separated) instead of all the reference has",
     )
     parser.set_defaults(handler=_main)

@@ -195,14 +195,15 @@ class ReferenceStoreImplementation:
 
     def hello_result(self) -> HelloResult:
         """The store alone (selftest's broken stores): its declaration, no engine capability."""
-        from relavium_conformance._reference.impl import REFERENCE_NAME, _python_version, _version
+        from relavium_conformance._reference.impl import REFERENCE_NAME, _python_version
+        from relavium_conformance._version import kit_version
         from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION
         from relavium_conformance._wire.messages import ImplementationInfo
 
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             implementation=ImplementationInfo(
-                name=self.name or REFERENCE_NAME, version=_version(), language=f"python {_python_version()}"
+                name=self.name or REFERENCE_NAME, version=kit_version(), language=f"python {_python_version()}"
             ),
             capabilities=self.capabilities,
         )
