@@ -203,7 +203,9 @@ class ReferenceStoreImplementation:
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             implementation=ImplementationInfo(
-                name=self.name or REFERENCE_NAME, version=kit_version(), language=f"python {_python_version()}"
+                name=self.name or REFERENCE_NAME,
+                version=kit_version(),
+                language=f"python {_python_version()}",
             ),
             capabilities=self.capabilities,
         )
