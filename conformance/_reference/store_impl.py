@@ -20,10 +20,9 @@ from typing import Any, Literal, cast
 from pydantic import ValidationError
 
 from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._store.protocol import METHODS_BY_NAME, SESSION_ERROR
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
-from relavium_conformance._wire.protocol import INVALID_INPUT, Callback
+from relavium_conformance._wire.protocol import INVALID_INPUT, OPERATIONS, SESSION_ERROR, Callback
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
 from relavium_reference._host.store_session import INHERIT, StoreSession
@@ -86,6 +85,13 @@ def _open_ttl(location: str, clock: Callable[[], int]) -> Any:
     del location  # process-local: nothing outlives the instance
     return TtlSessionStore(clock=clock)
 
+
+_STORE_ROWS = {
+    name: row
+    for name, row in OPERATIONS.items()
+    if name.startswith("store.") or (row.pure and row.capability == "session-store")
+}
+"""The session-store profile's rows of the method table: the methods this implementation serves."""
 
 OPENERS: dict[StoreKind, StoreOpener] = {"sqlite": _open_sqlite, "ttl": _open_ttl}
 
@@ -173,10 +179,10 @@ class ReferenceStoreImplementation:
         self._refs = _Refs()
 
     def serves(self, method: str) -> bool:
-        return method in METHODS_BY_NAME
+        return method in _STORE_ROWS
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
-        row = METHODS_BY_NAME[method]
+        row = _STORE_ROWS[method]
         try:
             parsed = row.params.model_validate(params)
         except ValidationError as exc:

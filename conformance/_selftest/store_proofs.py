@@ -56,11 +56,14 @@ async def check_broken_store(
 ) -> BrokenVerdict:
     citing = _citing(cases, broken.clauses)
     failed: tuple[str, ...] = ()
+    proven: set[str] = set()
     if citing:
         run, _hello = await run_store_cases(
             _factory(f"broken:{broken.name}", broken.implementation), citing, timeout=timeout
         )
-        failed = tuple(c.id for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED))
+        failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
+        failed = tuple(c.id for c in failures)
+        proven = set(broken.clauses) & {clause for c in failures for clause in c.booked_clauses()}
     ids = {c.id for c in citing}
     reference_failed = tuple(
         c.id
@@ -74,6 +77,7 @@ async def check_broken_store(
         cases=tuple(sorted(ids)),
         failed=failed,
         reference_failed=reference_failed,
+        proven=tuple(sorted(proven)),
     )
 
 

@@ -416,6 +416,10 @@ async def execute_store_case(
                 await _run_steps(world, case.steps, "steps")
         except CaseFailure as failure:
             await world.close_all()
+            if isinstance(case, StoreVectorCase) and case.kit_defined:  # the vectors rest on the choice
+                failure.differences = [
+                    d.model_copy(update={"kit_defined": case.kit_defined}) for d in failure.differences
+                ]
             first = failure.differences[0]
             return _result(
                 case,
