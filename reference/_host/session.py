@@ -90,7 +90,7 @@ from relavium_reference._rules.resume import (
     reconstruct_session_state,
     resume_state_problem,
 )
-from relavium_reference._rules.trim import plan_trim
+from relavium_reference._rules.trim import TrimPlan, plan_trim
 from relavium_reference._rules.workflow_yaml import dump_yaml
 
 __all__ = [
@@ -456,7 +456,7 @@ class AgentSession:
         refusal = trim_refusal(self._memory)
         if refusal is not None:
             return refusal
-        plan = plan_trim([exchange.message_units for exchange in self._exchanges], max_messages)
+        plan = self._select_trim(max_messages)
         if not plan.drops_anything:
             return NothingToTrim(message_count=plan.total_messages)
         self._state = SessionState.HISTORY
@@ -498,6 +498,9 @@ class AgentSession:
         return CompactionFailed(message="this engine cannot summarise the conversation yet")
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _select_trim(self, max_messages: int) -> TrimPlan:
+        return plan_trim([exchange.message_units for exchange in self._exchanges], max_messages)
 
     def _history(self) -> list[HistoryMessage]:
         """Selection and summary placement of the working transcript (before any folding)."""
