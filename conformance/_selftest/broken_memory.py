@@ -14,10 +14,17 @@ from pydantic import BaseModel
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
 from relavium_reference._host.turn import TurnSetup
-from relavium_reference._model.history_results import TrimResult
+from relavium_reference._model.history_results import (
+    CompactionResult,
+    MemoryPolicyRefusal,
+    NothingToCompact,
+    NothingToTrim,
+    TrimResult,
+)
 from relavium_reference._model.llm import LlmRequest
 from relavium_reference._model.shapes import MemorySummary
 from relavium_reference._model.tools import TurnPolicy
+from relavium_reference._rules.lifecycle import SessionInput, SessionState
 from relavium_reference._rules.memory import trim_refusal
 from relavium_reference._rules.projection import (
     SUMMARY_CLOSE,
@@ -135,7 +142,196 @@ class _MarkerMissesTheBoundary(AgentSession):
             await persister.append_marker(self.session_id, _MarkerWithoutBoundary())  # type: ignore[arg-type]
 
 
+class _NoOpBeforePolicy(AgentSession):
+    """Detects "nothing to compact" before it applies the memory policy's refusal."""
+
+    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
+        self._apply(SessionInput.COMPACT)
+        if len(self._exchanges) <= 1:
+            return NothingToCompact()
+        return await super().compact(reason)
+
+
+class _PolicyBeforeLifecycle(AgentSession):
+    """Answers trimHistory without consulting the lifecycle first."""
+
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        refusal = self.trim_refusal
+        if refusal is not None:
+            return refusal
+        if self._state is not SessionState.IDLE:
+            return NothingToTrim(message_count=0)
+        return await super().trim_history(max_messages, reason)
+
+
+class _IgnoresTheMemoryPolicy(AgentSession):
+    """Every request carries the whole retained history, whatever the agent's memory says."""
+
+    def _history(self) -> list[HistoryMessage]:
+        return working_messages(self._exchanges)
+
+
+class _WindowPermitsTrim(AgentSession):
+    """Maps the window policy to permission: it neither refuses compaction nor trim."""
+
+    @property
+    def compaction_refusal(self) -> MemoryPolicyRefusal | None:
+        return None if self._memory.type == "window" else super().compaction_refusal
+
+    @property
+    def trim_refusal(self) -> MemoryPolicyRefusal | None:
+        return None if self._memory.type == "window" else super().trim_refusal
+
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        if self._memory.type != "window":
+            return await super().trim_history(max_messages, reason)
+        policy = self._memory
+        self._memory = MemorySummary(type="summary")
+        try:
+            return await super().trim_history(max_messages, reason)
+        finally:
+            self._memory = policy
+
+
+class _PolicyOnlyWhenFresh(AgentSession):
+    """A resumed or reseated instance forgets the agent's memory and sends everything."""
+
+    @classmethod
+    def resume(cls, **kwargs: Any) -> AgentSession:
+        session = super().resume(**kwargs)
+        session._memory = MemorySummary(type="summary")
+        return session
+
+
+class _SelectsMessagesNotExchanges(AgentSession):
+    """A window of N keeps the last 2N messages, so a selection can start inside an exchange."""
+
+    def _history(self) -> list[HistoryMessage]:
+        size = getattr(self._memory, "window_size", None)
+        everything = working_messages(self._exchanges)
+        if self._memory.type != "window" or not size:
+            return super()._history()
+        return everything[-2 * size :]
+
+
+class _AutomaticAlwaysAllowed(AgentSession):
+    """Reports automatic compaction as allowed whatever the policy."""
+
+    @property
+    def automatic_compaction_allowed(self) -> bool:
+        return True
+
+
+class _GetterRefusalDiffers(AgentSession):
+    """The getters' refusal carries another message than the one compact and trimHistory return."""
+
+    @property
+    def compaction_refusal(self) -> MemoryPolicyRefusal | None:
+        refusal = super().compaction_refusal
+        return None if refusal is None else refusal.model_copy(update={"message": "not allowed"})
+
+    @property
+    def trim_refusal(self) -> MemoryPolicyRefusal | None:
+        refusal = super().trim_refusal
+        return None if refusal is None else refusal.model_copy(update={"message": "not allowed"})
+
+
+class _RefusalQuotesTheUser(AgentSession):
+    """The refusal message quotes the conversation (user data in an explanation meant to be fixed)."""
+
+    def _quoted(self, refusal: MemoryPolicyRefusal | None) -> MemoryPolicyRefusal | None:
+        if refusal is None or not self._exchanges:
+            return refusal
+        return refusal.model_copy(update={"message": f"{refusal.message}: {self._exchanges[-1].user}"})
+
+    @property
+    def compaction_refusal(self) -> MemoryPolicyRefusal | None:
+        return self._quoted(super().compaction_refusal)
+
+    @property
+    def trim_refusal(self) -> MemoryPolicyRefusal | None:
+        return self._quoted(super().trim_refusal)
+
+    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
+        result = await super().compact(reason)
+        return self._quoted(result) if isinstance(result, MemoryPolicyRefusal) else result  # type: ignore[return-value]
+
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        result = await super().trim_history(max_messages, reason)
+        return self._quoted(result) if isinstance(result, MemoryPolicyRefusal) else result  # type: ignore[return-value]
+
+
+class _TrimKeepsTheWorkingHistory(AgentSession):
+    """Writes the marker and emits the event, but the working transcript keeps every slot (no rebase)."""
+
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        before = list(self._exchanges)
+        result = await super().trim_history(max_messages, reason)
+        self._exchanges = before
+        return result
+
+
 MEMORY_BREAKS: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "compact-no-op-before-policy",
+        "compact answers nothing_to_compact before the memory policy's refusal",
+        ("AS-LIFE-038",),
+        _NoOpBeforePolicy,
+    ),
+    BrokenImplementation(
+        "trim-policy-before-lifecycle",
+        "trimHistory answers the policy (or a result) where the lifecycle must refuse first",
+        ("AS-PROJ-013", "AS-LIFE-041"),
+        _PolicyBeforeLifecycle,
+    ),
+    BrokenImplementation(
+        "ignores-the-memory-policy",
+        "every request carries the whole history, whatever the agent's memory",
+        ("AS-PROJ-001",),
+        _IgnoresTheMemoryPolicy,
+    ),
+    BrokenImplementation(
+        "window-permits-trim",
+        "the window policy permits compaction and trim",
+        ("AS-PROJ-011",),
+        _WindowPermitsTrim,
+    ),
+    BrokenImplementation(
+        "policy-only-when-fresh",
+        "a resumed or reseated instance sends the whole history whatever the memory policy",
+        ("AS-PROJ-003",),
+        _PolicyOnlyWhenFresh,
+    ),
+    BrokenImplementation(
+        "window-selects-messages",
+        "a window selects the last messages of the history instead of whole exchanges before folding",
+        ("AS-PROJ-004",),
+        _SelectsMessagesNotExchanges,
+    ),
+    BrokenImplementation(
+        "automatic-compaction-always-allowed",
+        "automaticCompactionAllowed is true whatever the policy",
+        ("AS-PROJ-009",),
+        _AutomaticAlwaysAllowed,
+    ),
+    BrokenImplementation(
+        "getter-refusal-differs",
+        "compactionRefusal and trimRefusal differ from what compact and trimHistory return",
+        ("AS-PROJ-010",),
+        _GetterRefusalDiffers,
+    ),
+    BrokenImplementation(
+        "refusal-quotes-the-user",
+        "the policy refusal's message quotes the conversation",
+        ("AS-PROJ-012",),
+        _RefusalQuotesTheUser,
+    ),
+    BrokenImplementation(
+        "trim-keeps-the-working-history",
+        "after a trim the working transcript still holds the dropped turns (spans not rebased)",
+        ("AS-PROJ-024",),
+        _TrimKeepsTheWorkingHistory,
+    ),
     BrokenImplementation(
         "summary-in-system-prompt",
         "the running summary is placed in the system prompt instead of a first user-role message",
