@@ -43,7 +43,9 @@ def test_absent_memory_resolves_to_summary_and_only_summary_permits() -> None:
     assert trim_refusal(MemorySummary(type="summary")) is None
     for policy, name in ((MemoryNone(type="none"), "none"), (WINDOW_1, "window")):
         assert not automatic_compaction_allowed(policy)
-        assert compaction_refusal(policy) == MemoryPolicyRefusal(memory=name, message=COMPACTION_REFUSED_MESSAGE)
+        assert compaction_refusal(policy) == MemoryPolicyRefusal(
+            memory=name, message=COMPACTION_REFUSED_MESSAGE
+        )
         assert trim_refusal(policy) == MemoryPolicyRefusal(memory=name, message=TRIM_REFUSED_MESSAGE)
 
 
@@ -69,7 +71,8 @@ def test_window_selects_whole_slots_before_folding_and_the_summary_leads_as_user
     assert [m.role for m in request.messages] == ["user"]
     texts = [p.text for p in request.messages[0].content]  # type: ignore[union-attr]
     assert texts[1:] == ["q2", "q3"]
-    assert "S" in texts[0] and texts[0].startswith("<earlier-conversation-summary>")
+    assert "S" in texts[0]
+    assert texts[0].startswith("<earlier-conversation-summary>")
 
 
 def test_none_sends_no_history_and_the_estimate_reads_the_same_request() -> None:
@@ -118,7 +121,11 @@ def test_trim_keeps_the_longest_suffix_of_whole_slots(
     units: list[int], bound: int, kept_slots: int, kept_messages: int
 ) -> None:
     plan = plan_trim(units, bound)
-    assert (plan.kept_slots, plan.kept_messages, plan.total_messages) == (kept_slots, kept_messages, sum(units))
+    assert (plan.kept_slots, plan.kept_messages, plan.total_messages) == (
+        kept_slots,
+        kept_messages,
+        sum(units),
+    )
 
 
 @pytest.mark.parametrize("bound", [0, -1, True, 1.5, "3"])
@@ -150,8 +157,10 @@ def test_trim_writes_one_marker_and_resume_rebuilds_the_kept_turns(tmp_path: Pat
         assert trimmed.kept_turn_count == 1  # type: ignore[union-attr]
         record, rows = store.load_full("s-test")
         marker = rows[-1]
-        assert marker.role == "system" and marker.content == ()
-        assert marker.compaction is not None and marker.compaction.dropped_through_sequence == 3
+        assert marker.role == "system"
+        assert marker.content == ()
+        assert marker.compaction is not None
+        assert marker.compaction.dropped_through_sequence == 3
         state = reconstruct_session_state(record, rows)
         assert [m.text for m in state.messages] == ["q3", "a3"]
         assert [(s.start, s.end) for s in state.completed_turn_spans] == [(0, 2)]
