@@ -146,7 +146,7 @@ class _NoOpBeforePolicy(AgentSession):
     """Detects "nothing to compact" before it applies the memory policy's refusal."""
 
     async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
-        self._apply(SessionInput.COMPACT)
+        self._enter(SessionInput.COMPACT)
         if len(self._exchanges) <= 1:
             return NothingToCompact()
         return await super().compact(reason)

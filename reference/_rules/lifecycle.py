@@ -44,6 +44,7 @@ class SessionInput(StrEnum):
     EXPORT = "export"
     TRIM = "trim"
     COMPACT = "compact"
+    HISTORY_SETTLED = "history_settled"
 
 
 class Effect(StrEnum):
@@ -96,6 +97,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CREATED, In.EXPORT): _refuse(S.CREATED, _NS),
     (S.CREATED, In.TRIM): _refuse(S.CREATED, _NS),
     (S.CREATED, In.COMPACT): _refuse(S.CREATED, _NS),
+    (S.CREATED, In.HISTORY_SETTLED): _refuse(S.CREATED, _NS),
     # idle
     (S.IDLE, In.START): _refuse(S.IDLE, _AS),
     (S.IDLE, In.SEND): _go(S.STREAMING),
@@ -108,6 +110,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.IDLE, In.EXPORT): _go(S.IDLE),
     (S.IDLE, In.TRIM): _go(S.HISTORY),
     (S.IDLE, In.COMPACT): _go(S.IDLE),  # settles without awaiting (no summariser yet)
+    (S.IDLE, In.HISTORY_SETTLED): _refuse(S.IDLE, _NA),
     # streaming: a turn is in flight
     (S.STREAMING, In.START): _refuse(S.STREAMING, _AS),
     (S.STREAMING, In.SEND): _refuse(S.STREAMING, _BUSY),
@@ -120,6 +123,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.STREAMING, In.EXPORT): _refuse(S.STREAMING, _BUSY),
     (S.STREAMING, In.TRIM): _refuse(S.STREAMING, _BUSY),
     (S.STREAMING, In.COMPACT): _refuse(S.STREAMING, _BUSY),
+    (S.STREAMING, In.HISTORY_SETTLED): _refuse(S.STREAMING, _BUSY),
     # command: a user command is in flight (never races a turn)
     (S.COMMAND, In.START): _refuse(S.COMMAND, _AS),
     (S.COMMAND, In.SEND): _refuse(S.COMMAND, _BUSY),
@@ -132,6 +136,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.COMMAND, In.EXPORT): _refuse(S.COMMAND, _BUSY),
     (S.COMMAND, In.TRIM): _refuse(S.COMMAND, _BUSY),
     (S.COMMAND, In.COMPACT): _refuse(S.COMMAND, _BUSY),
+    (S.COMMAND, In.HISTORY_SETTLED): _refuse(S.COMMAND, _BUSY),
     # history: a compact or trim is in flight (idle-only operations; nothing races them)
     (S.HISTORY, In.START): _refuse(S.HISTORY, _AS),
     (S.HISTORY, In.SEND): _refuse(S.HISTORY, _BUSY),
@@ -144,6 +149,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.HISTORY, In.EXPORT): _refuse(S.HISTORY, _BUSY),
     (S.HISTORY, In.TRIM): _refuse(S.HISTORY, _BUSY),
     (S.HISTORY, In.COMPACT): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.HISTORY_SETTLED): _go(S.IDLE),
     # cancelled: terminal; cancel and abort are idempotent no-ops, the policy is inert.
     (S.CANCELLED, In.START): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.SEND): _refuse(S.CANCELLED, _NA),
@@ -156,6 +162,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CANCELLED, In.EXPORT): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.TRIM): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.COMPACT): _refuse(S.CANCELLED, _NA),
+    (S.CANCELLED, In.HISTORY_SETTLED): _go(S.CANCELLED, E.NOOP),
 }
 
 _MESSAGES = {

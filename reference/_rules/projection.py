@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from relavium_reference._model.llm import ContentPart, LlmMessage, TextPart, ToolDef
+from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart, ToolDef
 from relavium_reference._model.shapes import MemoryPolicySpec
 
 __all__ = [
@@ -145,7 +145,7 @@ def estimate_tokens(request: ProjectedRequest) -> int:
     for message in request.messages:
         chars += _MESSAGE_OVERHEAD
         for part in message.content:
-            chars += len(part.text) if isinstance(part, TextPart) else _NON_TEXT_PART
+            chars += len(part.text) if isinstance(part, LlmTextPart) else _NON_TEXT_PART
     for tool in request.tools or ():
         chars += len(json.dumps(tool.to_wire(), separators=(",", ":"), ensure_ascii=False))
     return math.ceil(chars / 4)
@@ -164,4 +164,4 @@ def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
 
 
 def text_message(role: Literal["user", "assistant"], text: str) -> LlmMessage:
-    return LlmMessage(role=role, content=[TextPart(text=text)])
+    return LlmMessage(role=role, content=[LlmTextPart(text=text)])

@@ -95,7 +95,9 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
     },
 }
 
-PUBLIC_INPUTS = [i for i in SessionInput if i not in (In.TURN_SETTLED, In.COMMAND_SETTLED)]
+PUBLIC_INPUTS = [
+    i for i in SessionInput if i not in (In.TURN_SETTLED, In.COMMAND_SETTLED, In.HISTORY_SETTLED)
+]
 PAIRS = [(state, event) for state in SessionState for event in PUBLIC_INPUTS]
 
 
