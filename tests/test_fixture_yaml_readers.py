@@ -48,3 +48,21 @@ def test_the_parity_check_bites() -> None:
     assert parse_yaml("[{text: And now?}, 1]") == [{"text": "And now?"}, 1]
     with pytest.raises(yaml.YAMLError):
         yaml.safe_load("[{text: And now?}, 1]")
+
+
+def test_the_kit_reads_the_json_copy_when_it_matches_and_the_yaml_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relavium_conformance import _data
+
+    case = tmp_path / "transcripts" / "area" / "name.yaml"
+    case.parent.mkdir(parents=True)
+    case.write_text("id: area/name\ntitle: from the YAML\n", encoding="utf-8")
+    corpus = build_corpus_json(tmp_path)
+    corpus["files"]["transcripts/area/name.yaml"]["data"]["title"] = "from the JSON copy"
+    (tmp_path / _data.CORPUS_JSON).write_text(json.dumps(corpus), encoding="utf-8")
+    monkeypatch.setattr(_data, "fixtures_dir", lambda: tmp_path)
+    monkeypatch.setattr(_data, "_CORPUS_CACHE", {})
+    assert _data.read_yaml(case)["title"] == "from the JSON copy"  # the hash matched: no YAML parse
+    case.write_text("id: area/name\ntitle: edited since the build\n", encoding="utf-8")
+    assert _data.read_yaml(case)["title"] == "edited since the build"  # the YAML is the source
