@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from importlib import metadata
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
@@ -150,6 +150,13 @@ class CaseResult(KitStrict):
     handshake_failed: bool = False
     warnings: tuple[str, ...] = ()
     failure_kind: FailureKind | None = None
+
+    @classmethod
+    def of(cls, case: Any, status: CaseStatus, **fields: Any) -> CaseResult:
+        """The result of ``case`` (a transcript or a vector case): its id, title, area and clauses."""
+        return cls(
+            id=case.id, title=case.title, area=case.area, clauses=case.clauses, status=status, **fields
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -359,11 +366,7 @@ class KitInfo(KitStrict):
     @classmethod
     def current(cls) -> KitInfo:
         """The installed kit's name and version."""
-        try:
-            version = metadata.version("relavium-conformance")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
-        return cls(version=version)
+        return cls(version=kit_version())
 
 
 class ImplementationInfo(KitStrict):

@@ -27,8 +27,9 @@ from typing import Any, TextIO
 
 from relavium_reference._host.store import SessionStore, StoreError
 from relavium_reference._model.errors import RelaviumError
+from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
-from relavium_reference.export import serialize_workflow
+from relavium_reference._rules.workflow_yaml import dump_yaml
 
 __all__ = ["EXIT_OK", "EXIT_REFUSED", "EXIT_UNREADABLE", "REVIEW_NOTICE", "register", "run_export"]
 
@@ -137,7 +138,7 @@ def run_export(
         return _fail(stderr, EXIT_UNREADABLE, f"{db} is not a readable history database")
     except RelaviumError:
         return _fail(stderr, EXIT_UNREADABLE, "the stored session could not be exported")
-    data = serialize_workflow(document).encode("utf-8")
+    data = dump_yaml(document_to_data(document)).encode("utf-8")
     try:
         if force:
             _replace(out, data)

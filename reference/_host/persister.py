@@ -3,7 +3,8 @@
 The spec puts persistence in the host: the session hands over its new row at start, each completed
 turn as one :class:`CompletedTurn` to commit atomically, and the cost of turns that commit no
 transcript (errors, aborts).  :class:`SqlitePersister` is the reference host's persister over the
-``history.db`` store; the kit plays its own persister through the adapter (``host.persist``).
+``history.db`` store; the kit plays its own persister through the adapter (``host.createSession``,
+``host.commitTurn``, ``host.recordCost``, ``host.loadSession``).
 A persister that raises makes the session latch: no later provider attempt, tool dispatch or command.
 """
 

@@ -24,6 +24,7 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 
 __all__ = [
     "STORE_ERRORS",
@@ -58,7 +59,6 @@ STORE_ERRORS: dict[str, str] = {
     "closed": "the session store is closed",
 }
 
-_TERMINAL_FINISH = frozenset({"stop", "length", "content_filter"})
 
 
 class StoreError(DependencyError):
@@ -149,12 +149,12 @@ def _check_columns(message: SessionMessage, row: dict[str, Any]) -> None:
     stored_reason = row["finish_reason"]
     if message.role == "assistant":
         wanted_tool_use = any(isinstance(p, ToolCallPart) for p in message.content)
-        allowed = {"tool_use"} if wanted_tool_use else _TERMINAL_FINISH
+        allowed = {"tool_use"} if wanted_tool_use else TERMINAL_FINISH_REASONS
         if stored_reason not in allowed:
             raise StoreError("finish_reason_invalid")
     elif stored_reason is not None:
         raise StoreError("finish_reason_invalid")
-    expected = derive_columns(message, stored_reason if stored_reason in _TERMINAL_FINISH else None)
+    expected = derive_columns(message, stored_reason if stored_reason in TERMINAL_FINISH_REASONS else None)
     if row["content"] != expected["content"]:
         raise StoreError("text_mismatch")
     stored_calls = row["tool_calls"]
