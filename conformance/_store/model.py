@@ -33,7 +33,6 @@ from relavium_conformance._wire.protocol import OperationError
 
 __all__ = ["StoreModel", "store_machine"]
 
-_IDS = st.sampled_from(["s1", "s2", "s3"])
 _OWNERS = st.sampled_from(["alice", "bob", None])
 _ABSENT = {"$absent": True}
 
@@ -46,9 +45,13 @@ class StoreModel:
     counter: int = 0
 
 
-def store_machine(factory: AdapterFactory, declaration: StoreDeclaration) -> type[RuleBasedStateMachine]:
-    """A state machine class for the store behind ``factory`` (a new storage location per example)."""
+def store_machine(
+    factory: AdapterFactory, declaration: StoreDeclaration, ids: tuple[str, ...] = ("s1", "s2", "s3")
+) -> type[RuleBasedStateMachine]:
+    """A state machine class for the store behind ``factory`` (a new storage location per example);
+    ``ids`` is the pool of session ids the rules draw from (fewer ids: more collisions)."""
     faces = declaration.faces
+    id_pool = st.sampled_from(ids)
 
     class StoreMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -110,7 +113,7 @@ def store_machine(factory: AdapterFactory, declaration: StoreDeclaration) -> typ
         def open_store(self) -> None:
             self.runner.run(self.world.connection("a"))
 
-        @rule(session_id=_IDS)
+        @rule(session_id=id_pool)
         def acquire(self, session_id: str) -> None:
             answer = self.call("acquire", {"sessionId": session_id}, expect={"sessionId": session_id})
             self.model.entries.setdefault(session_id, [])
@@ -118,7 +121,7 @@ def store_machine(factory: AdapterFactory, declaration: StoreDeclaration) -> typ
             got = self.call("entries", {"ref": answer["ref"]})
             assert [e["id"] for e in got["entries"]] == self.model.entries[session_id]
 
-        @rule(session_id=_IDS)
+        @rule(session_id=id_pool)
         def acquire_existing(self, session_id: str) -> None:
             if session_id in self.model.entries:
                 answer = self.call("acquire", {"sessionId": session_id, "requireExisting": True})
@@ -139,19 +142,19 @@ def store_machine(factory: AdapterFactory, declaration: StoreDeclaration) -> typ
             entries.append(entry_id)
 
         @precondition(lambda self: "forget" in faces)
-        @rule(session_id=_IDS)
+        @rule(session_id=id_pool)
         def forget(self, session_id: str) -> None:
             self.call("forget", {"sessionId": session_id})
             self.model.refs.pop(session_id, None)
 
         @precondition(lambda self: "ownership" in faces)
-        @rule(session_id=_IDS, owner=_OWNERS)
+        @rule(session_id=id_pool, owner=_OWNERS)
         def register(self, session_id: str, owner: str | None) -> None:
             self.call("register", {"sessionId": session_id, "owner": owner})
             self.model.owners.setdefault(session_id, owner)
 
         @precondition(lambda self: "ownership" in faces)
-        @rule(session_id=_IDS)
+        @rule(session_id=id_pool)
         def owner_of(self, session_id: str) -> None:
             if session_id in self.model.owners:
                 self.call(
@@ -161,7 +164,7 @@ def store_machine(factory: AdapterFactory, declaration: StoreDeclaration) -> typ
                 self.call("ownerOf", {"sessionId": session_id}, expect={"owner": {"$absent": True}})
 
         @precondition(lambda self: "fork" in faces)
-        @rule(source=_IDS)
+        @rule(source=id_pool)
         def fork(self, source: str) -> None:
             answer = self.call("fork", {"sourceId": source})
             if source not in self.model.entries:

@@ -137,11 +137,13 @@ def answer(store: Store | None, message: dict[str, Any]) -> tuple[Store | None, 
 def main() -> None:
     store: Store | None = None
     for line in sys.stdin:
-        message = json.loads(line)
-        if "id" not in message:  # a notification: bye
-            break
-        store, reply = answer(store, message)
-        sys.stdout.write(json.dumps(reply) + "\n")
+        parsed = json.loads(line)
+        # requests issued together arrive as one batch (a JSON array); answer each on its own line
+        for message in parsed if isinstance(parsed, list) else [parsed]:
+            if "id" not in message:  # a notification: bye
+                return
+            store, reply = answer(store, message)
+            sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 
 

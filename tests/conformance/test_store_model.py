@@ -41,6 +41,8 @@ def test_the_reference_stores_agree_with_the_model(kind: str) -> None:
 @pytest.mark.parametrize("name", ["forget-deletes", "register-overwrites", "fork-drops-ownership"])
 def test_the_model_catches_a_broken_store(name: str) -> None:
     [broken] = [b for b in BROKEN_STORES if b.name == name]
-    machine = store_machine(_factory(broken.implementation), declaration_of(store_capabilities("sqlite")))  # type: ignore[arg-type]
+    machine = store_machine(
+        _factory(broken.implementation), declaration_of(store_capabilities("sqlite")), ("s1",)
+    )  # type: ignore[arg-type]
     with pytest.raises(AssertionError):
         run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=100))
