@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction
+
 __all__ = ["main"]
 
 # (module, one-line help) per sub-command, in the order the help lists them.
@@ -24,12 +26,15 @@ _SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="relavium-conformance",
+def build_parser() -> KitArgumentParser:
+    parser = KitArgumentParser(
+        prog=PROG,
         description="Conformance kit and reference engine for the Relavium Agent Session Specification.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument("--version", action=VersionAction)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=KitArgumentParser
+    )
     for module_name in _SUBCOMMANDS:
         try:
             module = importlib.import_module(module_name)
@@ -43,10 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # reported by the sub-command's own parser, with its usage and a suggestion
+        sub = _subparser(parser, args.command)
+        (sub or parser).unrecognized(extras)
     handler = args.handler
     code: int = handler(args)
     return code
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> KitArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            sub = action.choices[command]
+            return sub if isinstance(sub, KitArgumentParser) else None
+    return None
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from importlib import metadata
 from typing import Annotated, Literal, Protocol
 
 from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_reference._model.shapes import StrictModel
 
 __all__ = [
@@ -268,11 +268,7 @@ class KitInfo(StrictModel):
     @classmethod
     def current(cls) -> KitInfo:
         """The installed kit's name and version."""
-        try:
-            version = metadata.version("relavium-conformance")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
-        return cls(version=version)
+        return cls(name=DISTRIBUTION, version=kit_version())
 
 
 class ImplementationInfo(StrictModel):

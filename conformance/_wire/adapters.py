@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.process import SubprocessConnection
 from relavium_conformance._wire.protocol import Callback, HelloResult, OperationError, error_from_rpc
@@ -36,12 +37,7 @@ __all__ = [
 
 
 def kit_hello_params() -> dict[str, Any]:
-    from relavium_conformance._reference.impl import _version
-
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "kit": {"name": "relavium-conformance", "version": _version()},
-    }
+    return {"protocolVersion": PROTOCOL_VERSION, "kit": {"name": DISTRIBUTION, "version": kit_version()}}
 
 
 class Adapter(Protocol):
