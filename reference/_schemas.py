@@ -43,6 +43,7 @@ _SOURCES: dict[str, tuple[Any, str]] = {
     "user-command-outcome.schema.json": (UserCommandOutcome, "What runUserCommand returns."),
 }
 
+
 def _message_schemas() -> dict[str, dict[str, Any]]:
     from relavium_reference._model.messages import json_schemas
 

@@ -7,11 +7,14 @@ only when the command line is parsed, so a broken optional part cannot stop the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction
+from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction, error_line
+from relavium_conformance._report.results import ExitCode
 
 __all__ = ["main"]
 
@@ -53,7 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub = _subparser(parser, args.command)
         (sub or parser).unrecognized(extras)
     handler = args.handler
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: stop at once, one line
+        error_line(args.command, "interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # the reader of our output went away (| head): nothing more to say
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        return int(ExitCode.OK)
     return code
 
 

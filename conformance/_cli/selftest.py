@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._cli._common import EXIT_USAGE, check_output_path, error_line
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._selftest.proofs import run_selftest
 
 __all__ = ["register"]
@@ -26,6 +28,9 @@ def register(subparsers: Any) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.json is not None and (problem := check_output_path(args.json, "--json")):
+        error_line("selftest", problem)
+        return EXIT_USAGE
     report = asyncio.run(
         run_selftest(
             on_progress=lambda line: print(line, flush=True), include_misbehaviours=not args.no_misbehaviours
@@ -54,5 +59,5 @@ def _main(args: argparse.Namespace) -> int:
             ],
             "misbehaviours": [{"mode": m.mode, "ok": m.ok, "detail": m.detail} for m in report.misbehaviours],
         }
-        args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_text_atomically(args.json, json.dumps(document, indent=2) + "\n")
     return 0 if report.ok else 1

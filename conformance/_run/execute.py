@@ -16,7 +16,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,9 @@ from relavium_conformance._corpus.cases import (
 )
 from relavium_conformance._errors import AdapterError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
+from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import check_envelope, match, normalise
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.protocol import HelloResult, OperationError
 from relavium_reference._model.errors import InvalidInputError
@@ -88,6 +89,8 @@ class Observation:
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    #: Where the implementation broke, when the wire ties it to a request (see ``Adapter.breakage``).
+    broken_at: WirePoint | None = None
 
     def snapshot(self, workdir: str | None) -> dict[str, Any]:
         raw = {
@@ -119,8 +122,17 @@ def _substitute(value: Any, workdir: str) -> Any:
 class CaseWorld:
     """The provider, tools and host of one case."""
 
-    def __init__(self, case: Case, adapter: Adapter, handle: str, workdir: str, timeout: float) -> None:
+    def __init__(
+        self,
+        case: Case,
+        adapter: Adapter,
+        handle: str,
+        workdir: str,
+        timeout: float,
+        limits: CaseLimits | None = None,
+    ) -> None:
         self.case = case
+        self.meter = CaseMeter(limits)
         self.adapter = adapter
         self.handle = handle
         self.workdir = workdir
@@ -142,6 +154,9 @@ class CaseWorld:
 
     async def callback(self, method: str, params: dict[str, Any]) -> Any:
         """Answer one callback; while it runs it counts as active (unless it is holding on purpose)."""
+        stop = self.meter.count(method, params)
+        if stop is not None:
+            raise RpcError(-32000, f"kit: {stop}")
         key = next(_KEYS)
         self._active[key] = False
         reset = _CALLBACK_KEY.set(key)
@@ -511,41 +526,37 @@ async def execute_case(
             world.create_params["sessionId"] = str(
                 (case.setup.history.record or {}).get("id", HISTORY_SESSION_ID)
             )
-        created = await adapter.call("session.create", world.create_params, timeout=timeout)
-        world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
-        world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
-        if case.setup.policy is not None:
-            await adapter.call(
-                "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
-            )
-        for step in case.steps:
-            await world.perform(step)
+        await _bounded(world, _drive(case, adapter, world, handle, timeout))
     except AdapterError as exc:
-        status, reason = CaseStatus.ERRORED, one_line(exc.reason)
+        status, reason = CaseStatus.ERRORED, exc.reason
+        breakage = adapter.breakage()
+        world.observed.broken_at = breakage.at if breakage is not None else None
         tail = adapter.stderr_tail()
         stderr_tail = "\n".join(tail[-20:]) if tail else None
         with contextlib.suppress(Exception):
             await adapter.recover()
+        leftovers = adapter.take_leftovers()  # the reason keeps room for them
+        reason = "; ".join([one_line(reason, 300 - 120 * bool(leftovers)), *leftovers])
     except OperationError as exc:
         status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
     finally:
-        await world.settle()
-        register(handle, None)
-        observed_snapshot = world.observed.snapshot(workdir)
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            await world.settle()
+            register(handle, None)
+            observed_snapshot, unjudgeable = _snapshot(world.observed, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     observed = world.observed
     differences: list[Difference] = []
+    if status is CaseStatus.PASSED and unjudgeable is not None:
+        status, reason = CaseStatus.ERRORED, unjudgeable
     if status is CaseStatus.PASSED:
-        differences = list(observed.differences)
-        differences += [Difference(path="world", message=v) for v in observed.violations]
-        starts = [*observed.instance_starts, len(observed.events)]
-        for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
-            differences += check_envelope(observed.events[begin:end], observed.session_id)
-        differences += _expectations(case, observed)
-        if compare_snapshot:
-            differences += _snapshot_differences(case, observed_snapshot)
-        if differences:
-            status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
+        try:
+            differences = _judge(case, observed, observed_snapshot, compare_snapshot)
+        except RecursionError:
+            status, reason = CaseStatus.ERRORED, _TOO_DEEP
+    if status is CaseStatus.PASSED and differences:
+        status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
     result = CaseResult(
         id=case.id,
         title=case.title,
@@ -562,6 +573,60 @@ async def execute_case(
         observed,
         json.dumps(observed_snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
     )
+
+
+_TOO_DEEP = "a value the implementation returned is nested too deep for the kit to judge"
+
+
+async def _drive(case: Case, adapter: Adapter, world: CaseWorld, handle: str, timeout: float) -> None:
+    """The case's setup and steps, in order."""
+    created = await adapter.call("session.create", world.create_params, timeout=timeout)
+    world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
+    world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
+    if case.setup.policy is not None:
+        await adapter.call(
+            "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
+        )
+    for step in case.steps:
+        await world.perform(step)
+
+
+async def _bounded(world: CaseWorld, steps: Coroutine[Any, Any, None]) -> None:
+    """Run ``steps`` unless the implementation makes the case observe more than its limits allow: then
+    stop them and raise :class:`CaseLimitExceeded` (the case errors, the implementation is restarted)."""
+    task = asyncio.ensure_future(steps)
+    exceeded = asyncio.ensure_future(world.meter.exceeded.wait())
+    try:
+        await asyncio.wait({task, exceeded}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        exceeded.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if world.meter.reason is not None:
+        raise CaseLimitExceeded(world.meter.reason)
+    task.result()
+
+
+def _snapshot(observed: Observation, workdir: str) -> tuple[dict[str, Any], str | None]:
+    try:
+        return observed.snapshot(workdir), None
+    except RecursionError:
+        return {}, _TOO_DEEP
+
+
+def _judge(case: Case, observed: Observation, snapshot: dict[str, Any], compare: bool) -> list[Difference]:
+    """Every expected observation of ``case`` that ``observed`` does not meet."""
+    differences = list(observed.differences)
+    differences += [Difference(path="world", message=v) for v in observed.violations]
+    starts = [*observed.instance_starts, len(observed.events)]
+    for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
+        differences += check_envelope(observed.events[begin:end], observed.session_id)
+    differences += _expectations(case, observed)
+    if compare:
+        differences += _snapshot_differences(case, snapshot)
+    return differences
 
 
 def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:

@@ -209,6 +209,7 @@ class JsonRpcPeer:
         self._room = asyncio.Event()  # set when fewer than max_in_flight incoming calls are served
         self._room.set()
         self._ending = False  # the other side's output ended; the crash is being described
+        self._broken_at: int | None = None
         #: Lines and bytes received so far (what a caller may bound per unit of work).
         self.received_lines = 0
         self.received_bytes = 0
@@ -237,6 +238,17 @@ class JsonRpcPeer:
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
         return self._closed
+
+    @property
+    def broken_at(self) -> int | None:
+        """Which of our requests the breakage belongs with, when the wire says so: the id a stray second
+        answer repeats, or the last request sent before the output ended.  ``None`` otherwise."""
+        return self._broken_at
+
+    @property
+    def last_request_id(self) -> int:
+        """The id of the last request sent (0 before the first)."""
+        return self._next_id - 1
 
     @property
     def pending_methods(self) -> list[str]:
@@ -278,6 +290,7 @@ class JsonRpcPeer:
         if self._failure is not None or self._ending:
             return
         self._ending = True  # from now on a request's timeout waits for this crash instead
+        self._broken_at = self._next_id - 1  # the output ended after our requests up to this one
         methods = [repr(method) for method in self.pending_methods]
         reason = what
         if methods:
@@ -502,6 +515,8 @@ class JsonRpcPeer:
         if entry is None:
             if self._abandoned.pop(response_id, None) is not None:
                 return  # the late answer to a request we gave up on
+            if isinstance(response_id, int) and 0 < response_id < self._next_id:
+                self._broken_at = response_id  # a second answer: it belongs with that request
             self._fail(
                 MalformedMessage(f"an answer to no pending request (id {response_id!r}): {quote(text)}")
             )
