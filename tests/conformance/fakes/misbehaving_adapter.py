@@ -26,7 +26,7 @@ OUT = sys.stdout.buffer
 
 
 def send(message: dict[str, Any]) -> None:
-    OUT.write(json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+    OUT.write(json.dumps(message).encode("ascii") + b"\n")  # a lone surrogate travels as a legal escape
     OUT.flush()
 
 
@@ -39,7 +39,7 @@ def hello(request: dict[str, Any]) -> None:
 
 
 def stop_reading(request: dict[str, Any]) -> None:
-    child = subprocess.Popen(  # noqa: S603 - our own interpreter, a fixed script
+    child = subprocess.Popen(
         [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"], start_new_session=True
     )
     pidfile = os.environ.get("FAKE_PIDFILE")
@@ -47,7 +47,9 @@ def stop_reading(request: dict[str, Any]) -> None:
         with open(pidfile, "a", encoding="utf-8") as handle:
             handle.write(f"{child.pid}\n")
     for n in range(20000):  # each answer the kit writes back stays in its buffer: we never read again
-        send({"jsonrpc": "2.0", "id": n, "method": "host.sleep", "params": {"handle": "nobody", "seconds": 0}})
+        send(
+            {"jsonrpc": "2.0", "id": n, "method": "host.sleep", "params": {"handle": "nobody", "seconds": 0}}
+        )
     while True:
         time.sleep(1)
 
@@ -61,14 +63,23 @@ def flood(request: dict[str, Any]) -> None:
     handle = request["params"]["handle"]
     for n in range(int(os.environ.get("FAKE_EVENTS", "100000"))):
         event = {"type": "session:tick", "sessionId": "s", "seq": n, "padding": "x" * 64}
-        send({"jsonrpc": "2.0", "id": f"e{n}", "method": "host.emit", "params": {"handle": handle, "event": event}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": f"e{n}",
+                "method": "host.emit",
+                "params": {"handle": handle, "event": event},
+            }
+        )
     while True:
         time.sleep(1)
 
 
 def main() -> None:
     if MODE == "secret":
-        print("provider said: invalid key sk-proj-AbCdEf0123456789AbCdEf0123456789", file=sys.stderr, flush=True)
+        print(
+            "provider said: invalid key sk-proj-AbCdEf0123456789AbCdEf0123456789", file=sys.stderr, flush=True
+        )
         print("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.abcdefghijkl", file=sys.stderr, flush=True)
     for raw in sys.stdin.buffer:
         request = json.loads(raw)
