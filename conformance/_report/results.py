@@ -24,7 +24,7 @@ from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.sanitize import clean_text, strict_json
 from relavium_conformance._version import DISTRIBUTION, kit_version
-from relavium_reference._model.shapes import StrictModel
+from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -87,7 +87,7 @@ class CaseStatus(StrEnum):
     UNSUPPORTED = "unsupported"  # the case needs a capability the implementation did not declare
 
 
-class Difference(StrictModel):
+class Difference(KitStrict):
     """One expected observation that was not met.  ``path`` locates it in the observations."""
 
     path: str
@@ -109,7 +109,7 @@ class Difference(StrictModel):
 ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
 
 
-class CaseResult(StrictModel):
+class CaseResult(KitStrict):
     """The outcome of one conformance case.
 
     ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
@@ -210,7 +210,7 @@ _CHECKED_STATUSES = frozenset({"testable", "kit-defined"})
 _UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
 
 
-class ClauseResult(StrictModel):
+class ClauseResult(KitStrict):
     id: ClauseId
     status: ClauseStatus
     cases: tuple[str, ...] = ()
@@ -268,7 +268,7 @@ def _clause_status(statuses: Iterable[CaseStatus]) -> ClauseStatus:
 # --- the run -----------------------------------------------------------------------------------------
 
 
-class KitInfo(StrictModel):
+class KitInfo(KitStrict):
     name: str = "relavium-conformance"
     version: str
 
@@ -278,7 +278,7 @@ class KitInfo(StrictModel):
         return cls(name=DISTRIBUTION, version=kit_version())
 
 
-class ImplementationInfo(StrictModel):
+class ImplementationInfo(KitStrict):
     """Who was tested: as declared by the adapter (the stdio ``hello`` or the in-process adapter)."""
 
     name: Annotated[str, Field(min_length=1)]
@@ -298,7 +298,7 @@ class ImplementationInfo(StrictModel):
         return tuple(clean_text(item) for item in value)
 
 
-class Summary(StrictModel):
+class Summary(KitStrict):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
     errored: Annotated[int, Field(ge=0)]
@@ -322,12 +322,12 @@ class StaleWhy(StrEnum):
     MISSING = "missing"  # the kit has no case with the listed id
 
 
-class StaleEntry(StrictModel):
+class StaleEntry(KitStrict):
     case: str
     why: StaleWhy
 
 
-class BaselineComparison(StrictModel):
+class BaselineComparison(KitStrict):
     """How a run compares with a baseline of known failures (see ``_baseline.compare``).
 
     ``not_run`` lists baseline entries whose case exists but was not selected, or was unsupported, in this
@@ -345,7 +345,7 @@ class BaselineComparison(StrictModel):
         return not self.new_failures and not self.stale_entries
 
 
-class RunResult(StrictModel):
+class RunResult(KitStrict):
     """One run of the kit against one implementation."""
 
     results_version: Literal[1] = 1
