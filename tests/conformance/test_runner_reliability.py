@@ -344,3 +344,11 @@ def test_no_asyncio_noise_at_exit(tmp_path: Path) -> None:
     for noise in ("Traceback", "never retrieved", "Event loop is closed", "Exception ignored"):
         assert noise not in result.stderr, result.stderr
     strict_load(tmp_path / "r.json")
+
+
+def test_a_closed_stdout_under_a_short_timeout_is_reported_as_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome = run(fake("close-stdout", monkeypatch), pick(FIRST), timeout=1.0)
+    (case,) = outcome.run.cases
+    assert case.status is CaseStatus.ERRORED
+    assert "output ended" in (case.reason or ""), case.reason
+    assert "no answer" not in (case.reason or ""), case.reason

@@ -8,7 +8,8 @@
 * ``flood-events``: on ``session.create`` emits ``$FAKE_EVENTS`` (default 100000) ``host.emit`` calls without
   waiting for their answers (a thread throws the answers away);
 * ``secret``: prints a provider key and a bearer token on stderr, then exits at ``session.create``;
-* ``control-name``: names itself with ESC and BEL characters, and exits at ``session.create``.
+* ``control-name``: names itself with ESC and BEL characters, and exits at ``session.create``;
+* ``close-stdout``: at ``session.create`` closes its stdout and keeps running.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def main() -> None:
             stop_reading(request)
         elif MODE == "flood-events" and method == "session.create":
             flood(request)
+        elif MODE == "close-stdout":
+            os.close(1)
+            while True:
+                time.sleep(1)
         elif MODE == "odd-value":
             value = json.loads(os.environ["FAKE_VALUE"])
             result = {"sessionId": value} if method == "session.create" else value
