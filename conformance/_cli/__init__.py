@@ -21,9 +21,12 @@ __all__ = ["main"]
 # (module, one-line help) per sub-command, in the order the help lists them.
 _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._cli.run",
+    "relavium_conformance._cli.fuzz",
+    "relavium_conformance._cli.interop",
     "relavium_conformance._cli.selftest",
     "relavium_conformance._cli.coverage",
     "relavium_conformance._cli.snapshots",
+    "relavium_conformance._cli.data_path",
     "relavium_conformance._reference.stdio_server",
     "relavium_reference._host.export_cli",
 )

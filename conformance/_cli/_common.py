@@ -27,6 +27,7 @@ __all__ = [
     "check_output_path",
     "check_readable_file",
     "error_line",
+    "positive_count",
     "positive_seconds",
     "suggest",
 ]
@@ -106,6 +107,17 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds above 0")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An ``argparse`` type: a whole number greater than zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
     return value
 
 

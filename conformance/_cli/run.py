@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,26 @@ from relavium_conformance._cli._common import (
     check_output_path,
     check_readable_file,
     error_line,
+    positive_count,
     positive_seconds,
     suggest,
 )
-from relavium_conformance._corpus.cases import AnyCase, load_cases, select_cases
+from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
+from relavium_conformance._corpus.cases import AnyCase, select_cases
+from relavium_conformance._corpus.catalogue import CAPABILITIES
+from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
 from relavium_conformance._report.results import ExitCode, exit_code
-from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._report.writers import (
+    TerminalReporter,
+    write_github_summary,
+    write_json,
+    write_junit,
+    write_markdown,
+)
 from relavium_conformance._run.runner import RunInterrupted, run_cases
 from relavium_conformance._selftest.proofs import run_selftest
-from relavium_conformance._wire.adapters import resolve_adapter
 from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["register", "run_command"]
@@ -40,17 +50,37 @@ def register(subparsers: Any) -> None:
             "130 interrupted (Ctrl-C; the finished cases are still reported)."
         ),
     )
-    parser.add_argument(
-        "--adapter",
-        default="reference",
-        help="reference (default, in-process), reference-stdio, or stdio:COMMAND for any program",
-    )
+    parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")
     parser.add_argument(
         "--select",
         action="append",
         default=[],
         metavar="PATTERN",
         help="keep cases by id, area, clause id or clause area (globs allowed); repeatable",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="drop matching cases (as --select); repeatable",
+    )
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also run the golden transcripts under DIR (a port's own cases, validated as the kit's)",
+    )
+    parser.add_argument(
+        "--maxfail", type=positive_count, metavar="N", help="stop after N failed or errored cases (N above 0)"
+    )
+    parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    parser.add_argument(
+        "--github-summary",
+        action="store_true",
+        help="append the Markdown summary to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
@@ -72,6 +102,18 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also run the kit's deliberately broken implementations and record, per clause, which ones "
         "its cases caught (proven_by in the JSON results)",
+    )
+    parser.add_argument(
+        "--require-capability",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="fail the run (exit 1) unless the implementation declares NAME; repeatable",
+    )
+    parser.add_argument(
+        "--require-all",
+        action="store_true",
+        help="fail the run unless the implementation declares every capability of the catalogue",
     )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     parser.set_defaults(handler=run_command)
@@ -99,6 +141,8 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
     ]
     if args.baseline is not None and (problem := check_readable_file(args.baseline, "--baseline")):
         problems.append(problem)
+    if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        problems.append("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
     return problems
 
 
@@ -121,8 +165,8 @@ def _run(args: argparse.Namespace) -> int:
     if problems:
         error_line("run", "; ".join(problems))
         return int(ExitCode.USAGE)
-    all_cases = load_cases()
-    cases = _select(args, all_cases)
+    all_cases = gather_cases(args.cases)
+    cases = exclude_cases(_select(args, all_cases), args.exclude)
     if args.list:
         for case in cases:
             print(f"{case.id}  [{', '.join(case.clauses)}]")
@@ -131,6 +175,12 @@ def _run(args: argparse.Namespace) -> int:
         return int(ExitCode.NO_CASES)
     if args.list:
         return 0
+    unknown = sorted(set(args.require_capability) - set(CAPABILITIES))
+    if unknown:
+        raise KitUsageError(
+            f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
+            f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
+        )
     baseline = load_baseline(args.baseline) if args.baseline else None
     validator = ProtocolValidator() if args.validate_protocol else None
     adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
@@ -143,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 on_case_start=reporter.on_case_start,
                 on_case_end=reporter.on_case_end,
+                maxfail=1 if args.exitfirst else args.maxfail,
             )
         )
     except RunInterrupted as stop:
@@ -151,21 +202,38 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
     run = outcome.run
     if args.with_proofs and not run.interrupted:
-        proofs = asyncio.run(run_selftest(include_misbehaviours=False)).proofs()
+        proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
         run = run.with_proofs(proofs)
     if baseline is not None and not run.interrupted:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
+    gate = capability_gate(
+        run,
+        baseline=baseline,
+        baseline_file=str(args.baseline),
+        required=args.require_capability,
+        require_all=CAPABILITIES if args.require_all else None,
+    )
+    if gate is not None:
+        run = run.with_capability_gate(gate)
     if args.json:
         write_json(run, args.json)
     if args.junit:
         write_junit(run, args.junit)
     if args.markdown:
         write_markdown(run, args.markdown)
+    if args.github_summary:
+        write_github_summary(run)
     if args.write_baseline and not run.interrupted:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
+    if gate is not None and gate.missing:
+        print(
+            f"capabilities: {', '.join(gate.missing)} required ({', '.join(gate.sources)}) "
+            "but not declared by the implementation",
+            file=sys.stderr,
+        )
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")
     return int(exit_code(run))

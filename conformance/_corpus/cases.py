@@ -65,6 +65,7 @@ __all__ = [
     "load_case",
     "load_cases",
     "load_transcripts",
+    "load_transcripts_from",
     "select_cases",
     "snapshot_path",
     "transcript_schema",
@@ -72,7 +73,9 @@ __all__ = [
 ]
 
 CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
+KD_PATTERN = r"^KD-[A-Z]+-\d+$"
 KNOWN_CAPABILITIES = frozenset(CAPABILITIES)  # the catalogue's vocabulary
+
 
 def _known_op(name: str) -> str:
     if name not in CASE_OPERATIONS:
@@ -101,6 +104,8 @@ class OpStep(KitStrict):
     agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
+    kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # what this step's
+    # expectation rests on beyond the specification (docs/kit-defined.md)
 
     @model_validator(mode="after")
     def _fields_fit_the_op(self) -> OpStep:
@@ -230,6 +235,8 @@ class Case(KitStrict):
         tuple[Annotated[str, Field(pattern=r"^(AS|SS)-[A-Z]+-\d{3}$")], ...], Field(min_length=1)
     ]
     capabilities: tuple[str, ...] = ("core",)
+    kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # the whole case rests on
+    # these choices (its expectations are kit-choice failures when unmet)
     setup: Setup = Field(default_factory=Setup)
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
     tools: tuple[ToolAnswer, ...] = ()
@@ -260,7 +267,8 @@ def snapshot_path(case: Case) -> Path:
     return transcripts_dir() / f"{case.id}.snapshot.json"
 
 
-def load_case(path: Path) -> Case:
+def load_case(path: Path, *, root: Path | None = None) -> Case:
+    """One transcript; its id must be its path under ``root`` (default: the kit's transcripts)."""
     data = read_yaml(path, "case")
     if not isinstance(data, dict):
         raise KitUsageError(f"{path}: a case must be a mapping")
@@ -268,7 +276,7 @@ def load_case(path: Path) -> Case:
         case = kit_parse(Case, {**data, "source": str(path)})
     except Exception as exc:
         raise KitUsageError(f"{path}: {exc}") from None
-    expected_id = path.relative_to(transcripts_dir()).with_suffix("").as_posix()
+    expected_id = path.relative_to(root or transcripts_dir()).with_suffix("").as_posix()
     if case.id != expected_id:
         raise KitUsageError(f"{path}: id {case.id!r} must match its path {expected_id!r}")
     return case
@@ -276,11 +284,15 @@ def load_case(path: Path) -> Case:
 
 def load_transcripts() -> tuple[Case, ...]:
     """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
-    root = transcripts_dir()
+    return load_transcripts_from(transcripts_dir())
+
+
+def load_transcripts_from(root: Path) -> tuple[Case, ...]:
+    """Every case under ``root`` (a port's own cases, same format and checks), sorted by id."""
     paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
     if not paths:
         raise KitUsageError(f"no golden transcripts found under {root}")
-    cases = tuple(load_case(p) for p in paths)
+    cases = tuple(load_case(p, root=root) for p in paths)
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:

@@ -93,7 +93,14 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 
 def _main(args: argparse.Namespace) -> int:
-    return asyncio.run(serve_stdio(misbehave=args.misbehave, once_marker=args.once_marker))
+    factory: Any = ReferenceImplementation
+    if args.capabilities is not None:
+        declared = tuple(name for name in args.capabilities.split(",") if name)
+
+        def factory(callback: Any) -> ReferenceImplementation:
+            return ReferenceImplementation(callback, capabilities=declared)
+
+    return asyncio.run(serve_stdio(factory, misbehave=args.misbehave, once_marker=args.once_marker))
 
 
 def register(subparsers: Any) -> None:
@@ -112,5 +119,10 @@ def register(subparsers: Any) -> None:
         type=Path,
         metavar="FILE",
         help="misbehave only while FILE does not exist (it is created first), so a restarted server behaves",
+    )
+    parser.add_argument(
+        "--capabilities",
+        metavar="A,B",
+        help="declare only these capabilities (comma-separated) instead of all the reference has",
     )
     parser.set_defaults(handler=_main)

@@ -44,6 +44,7 @@ __all__ = [
     "read_json",
     "results_document",
     "results_validator",
+    "write_github_summary",
     "write_json",
     "write_junit",
     "write_markdown",
@@ -83,15 +84,24 @@ def _difference_line(difference: Difference) -> str:
 
 def _counts_line(run: RunResult) -> str:
     s = run.summary
-    return f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.unsupported} unsupported"
+    split = f" ({s.spec_failures} spec, {s.kit_choice_failures} kit-choice)" if s.failed else ""
+    return f"{s.passed} passed, {s.unsupported} unsupported, {s.failed} failed{split}, {s.errored} errored"
 
 
 def exit_line(run: RunResult, code: ExitCode | None = None) -> str:
     """One line naming the exit status and why: ``exit 1: FAILED (2 new failures, 1 stale entry)``."""
     code = exit_code(run) if code is None else code
     why: list[str] = []
+    gate = run.capabilities
+    if code is ExitCode.FAILED and gate is not None and gate.missing:
+        why.append(
+            f"required capabilit{'ies' if len(gate.missing) != 1 else 'y'} not declared: "
+            + ", ".join(gate.missing)
+        )
     if code is ExitCode.FAILED:
-        if run.baseline is None:
+        if run.baseline is None and not run.failures():
+            pass
+        elif run.baseline is None:
             n = len(run.failures())
             why.append(f"{n} failed or errored case{'s' if n != 1 else ''}")
         else:
@@ -383,6 +393,19 @@ def _markdown_clauses(run: RunResult) -> list[str]:
 
 def write_markdown(run: RunResult, path: Path) -> None:
     write_text_atomically(path, markdown_report(run))
+
+
+def write_github_summary(run: RunResult, *, environ: Mapping[str, str] | None = None) -> Path:
+    """Append the Markdown summary to the file GitHub Actions names in ``GITHUB_STEP_SUMMARY``."""
+    from relavium_conformance._errors import KitUsageError
+
+    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not target:
+        raise KitUsageError("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(markdown_report(run) + "\n")
+    return path
 
 
 # --- terminal ----------------------------------------------------------------------------------------

@@ -32,8 +32,10 @@ from relavium_conformance._corpus.cases import (
     as_ops,
     snapshot_path,
 )
+from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
+from relavium_conformance._run.events import check_event_shapes
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import check_envelope, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
@@ -55,7 +57,7 @@ from relavium_conformance._wire.messages import (
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
-__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
 _KEYS = itertools.count()
@@ -402,22 +404,30 @@ class CaseWorld:
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
+        found = await self._call(op, params, record, where)
+        self.observed.differences += _resting_on(found, op.kit_defined) if op.kit_defined else found
+
+    async def _call(
+        self, op: OpStep, params: dict[str, Any], record: dict[str, Any], where: str
+    ) -> list[Difference]:
+        """Issue the step's operation; the differences between its answer and its expectation."""
+        found: list[Difference] = []
         try:
             result = await self.adapter.call(CASE_OPERATIONS[op.op].name, params, timeout=self.timeout)
         except OperationError as error:
             record["error"] = error.to_observation()
             if op.expect_error is None:
-                self.observed.differences.append(
+                found.append(
                     Difference(path=where, message=f"unexpected refusal: {error}", expected="a result")
                 )
             else:
-                self.observed.differences.extend(match(op.expect_error, record["error"], where + ".error"))
-            return
+                found.extend(match(op.expect_error, record["error"], where + ".error"))
+            return found
         record["result"] = result
         if op.op == "export":
-            self._read_export(params["workflowPath"], where)
+            self._read_export(params["workflowPath"], where)  # a missing file is the world's finding
         if op.expect_error is not None:
-            self.observed.differences.append(
+            found.append(
                 Difference(
                     path=where,
                     message="expected a refusal",
@@ -426,7 +436,29 @@ class CaseWorld:
                 )
             )
         elif op.expect is not None:
-            self.observed.differences.extend(match(op.expect, result, where + ".result"))
+            found.extend(match(op.expect, result, where + ".result"))
+        return found
+
+
+def _resting_on(differences: list[Difference], kit_defined: tuple[str, ...]) -> list[Difference]:
+    """``differences`` marked as resting on ``kit_defined`` (generic checks keep their own marks)."""
+    return [
+        d
+        if d.clauses
+        else d.model_copy(update={"kit_defined": tuple(dict.fromkeys([*d.kit_defined, *kit_defined]))})
+        for d in differences
+    ]
+
+
+def case_kit_choices(case: Case) -> tuple[str, ...]:
+    """The KD- choices a case's own assertions rest on: those it names, and, when every clause it cites is
+    kit-defined, those clauses' entries."""
+    clauses = load_catalogue().by_id()
+    cited = [clauses[c] for c in case.clauses if c in clauses]
+    named = list(case.kit_defined)
+    if cited and all(c.status == "kit-defined" for c in cited):
+        named += [c.kit_defined for c in cited if c.kit_defined]
+    return tuple(dict.fromkeys(named))
 
 
 def _jsonable(value: Any) -> Any:
@@ -517,6 +549,7 @@ async def execute_case(
     status = CaseStatus.PASSED
     reason: str | None = None
     stderr_tail: str | None = None
+    warnings: list[str] = []
     try:
         world.create_params = _create_params(case, handle, workdir)
         if case.setup.history is not None:
@@ -549,7 +582,7 @@ async def execute_case(
         status, reason = CaseStatus.ERRORED, unjudgeable
     if status is CaseStatus.PASSED:
         try:
-            differences = _judge(case, observed, observed_snapshot, compare_snapshot)
+            differences, warnings = _judge(case, observed, observed_snapshot, compare_snapshot)
         except RecursionError:
             status, reason = CaseStatus.ERRORED, _TOO_DEEP
     if status is CaseStatus.PASSED and differences:
@@ -564,6 +597,7 @@ async def execute_case(
         reason=reason,
         differences=tuple(differences) if status is CaseStatus.FAILED else (),
         stderr_tail=stderr_tail if status is CaseStatus.ERRORED else None,
+        warnings=tuple(warnings),
     )
     return (
         result,
@@ -613,17 +647,26 @@ def _snapshot(observed: Observation, workdir: str) -> tuple[dict[str, Any], str 
         return {}, _TOO_DEEP
 
 
-def _judge(case: Case, observed: Observation, snapshot: dict[str, Any], compare: bool) -> list[Difference]:
-    """Every expected observation of ``case`` that ``observed`` does not meet."""
+def _judge(
+    case: Case, observed: Observation, snapshot: dict[str, Any], compare: bool
+) -> tuple[list[Difference], list[str]]:
+    """Every expected observation of ``case`` that ``observed`` does not meet, and the warnings."""
     differences = list(observed.differences)
     differences += [Difference(path="world", message=v) for v in observed.violations]
-    starts = [*observed.instance_starts, len(observed.events)]
-    for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
-        differences += check_envelope(observed.events[begin:end], observed.session_id)
     differences += _expectations(case, observed)
+    differences = _resting_on(differences, case_kit_choices(case))
+    shapes, warnings = check_event_shapes(observed.events)
+    differences += shapes
+    starts = [*observed.instance_starts, len(observed.events)]
+    for number, (begin, end) in enumerate(itertools.pairwise(starts)):
+        # the first instance numbers from 0 (KD-EVT-2); a resumed one may restart or continue
+        # the session's numbering, gap-free from its own first event (KD-EVT-4)
+        differences += check_envelope(
+            observed.events[begin:end], observed.session_id, first=0 if number == 0 else None
+        )
     if compare:
         differences += _snapshot_differences(case, snapshot)
-    return differences
+    return differences, list(warnings)
 
 
 def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:

@@ -90,9 +90,12 @@ async def run_cases(
     on_case_start: Callable[[str], None] | None = None,
     on_case_end: Callable[[CaseResult], None] | None = None,
     snapshots: bool | None = None,
+    first_handle: int = 1,
+    maxfail: int | None = None,
 ) -> RunOutcome:
     """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
-
+    Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
+    ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's).
     Cancelled (Ctrl-C), it stops the implementation and raises :class:`RunInterrupted` with the
     results of the cases that finished."""
     started_at = datetime.now(UTC)
@@ -110,7 +113,7 @@ async def run_cases(
         for index, case in enumerate(cases):
             if on_case_start:
                 on_case_start(case.id)
-            play = _Play(adapter, outcome, router, timeout, snapshots, index)
+            play = _Play(adapter, outcome, router, timeout, snapshots, first_handle + index)
             result = await play.run(case)
             if previous is not None and _belongs_before(play.broken_at, previous.mark):
                 # the implementation broke on the previous case's account (a second answer to one of
@@ -125,6 +128,9 @@ async def run_cases(
             results.append(result)
             if on_case_end:
                 on_case_end(result)
+            bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
+            if maxfail is not None and bad >= maxfail:
+                break
     except asyncio.CancelledError:
         interrupted = True
     finally:
@@ -164,10 +170,10 @@ class _Play:
         router: _Router,
         timeout: float,
         snapshots: bool | None,
-        index: int,
+        number: int,
     ) -> None:
         self.adapter, self.outcome, self.router = adapter, outcome, router
-        self.timeout, self.snapshots, self.index = timeout, snapshots, index
+        self.timeout, self.snapshots, self.number = timeout, snapshots, number
         self.broken_at: WirePoint | None = None
 
     async def run(self, case: AnyCase) -> CaseResult:
@@ -192,7 +198,7 @@ class _Play:
                 case,
                 self.adapter,
                 hello,
-                handle=f"case-{self.index + 1}",
+                handle=f"case-{self.number}",
                 register=self.router.register,
                 timeout=self.timeout,
                 compare_snapshot=compare,

@@ -6,15 +6,14 @@
 * :class:`StdioAdapter` runs a program and speaks JSON-RPC 2.0 over its stdin/stdout (one object per
   line, requests both ways); stderr is captured out of band.
 
-Adapter names on the command line: ``reference`` (in-process reference engine), ``reference-stdio``
-(the reference engine as a subprocess, through this very protocol), ``stdio:COMMAND`` (any program).
+Adapter names (``reference``, ``stdio:COMMAND``, ``python:module:factory``...) are resolved in
+:mod:`relavium_conformance._connect`, above this room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
@@ -36,8 +35,7 @@ __all__ = [
     "StdioAdapter",
     "WirePoint",
     "kit_hello_params",
-    "reference_stdio_command",
-    "resolve_adapter",
+    "parse_hello",
 ]
 
 
@@ -141,7 +139,9 @@ class InProcessAdapter:
             return await asyncio.shield(task)
 
         self._implementation = self._factory(isolated)
-        return self._implementation.hello_result()
+        hello = self._implementation.hello_result()
+        # a port may answer with the plain JSON object it would send over stdio
+        return hello if isinstance(hello, HelloResult) else parse_hello(hello)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         """Call the implementation; an exception it raises (other than a refusal) is an
@@ -160,7 +160,7 @@ class InProcessAdapter:
         except TimeoutError:
             task.cancel()
             raise AdapterError(f"no answer to {method!r} within {timeout:g} s") from None
-        except (AdapterError, OperationError, asyncio.CancelledError):
+        except (AdapterError, KitUsageError, OperationError):
             raise
         except Exception as exc:  # the implementation's own bug: a result about it, not a kit crash
             detail = str(exc).strip().splitlines()
@@ -229,7 +229,7 @@ class StdioAdapter:
     async def open(self, callback: Callback) -> HelloResult:
         self._callback = callback
         result = await self._connection.start(kit_hello_params())
-        return _parse_hello(result)
+        return parse_hello(result)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         try:
@@ -276,31 +276,8 @@ class StdioAdapter:
             await self._connection.close()
 
 
-def _parse_hello(result: Any) -> HelloResult:
+def parse_hello(result: Any) -> HelloResult:
     try:
         return kit_parse(HelloResult, result)
     except KitShapeError as exc:
         raise AdapterError(f"the hello answer is malformed: {exc}") from None
-
-
-def _reference_factory(callback: Callback) -> InProcessImplementation:
-    from relavium_conformance._reference.impl import ReferenceImplementation
-
-    return ReferenceImplementation(callback)
-
-
-def reference_stdio_command() -> list[str]:
-    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
-
-
-def resolve_adapter(
-    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
-) -> Adapter:
-    """``reference`` | ``reference-stdio`` | ``stdio:COMMAND``."""
-    if name == "reference":
-        return InProcessAdapter("reference", _reference_factory)
-    if name == "reference-stdio":
-        return StdioAdapter(name, reference_stdio_command(), validate=validate, request_timeout=timeout)
-    if name.startswith("stdio:") and name[len("stdio:") :].strip():
-        return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
-    raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")
