@@ -16,7 +16,14 @@ import functools
 import hashlib
 from typing import Final
 
-__all__ = ["DISTRIBUTION", "PROTOCOL_VERSION", "corpus_version", "kit_version", "version_line"]
+__all__ = [
+    "CHECKOUT_VERSION",
+    "DISTRIBUTION",
+    "PROTOCOL_VERSION",
+    "corpus_version",
+    "kit_version",
+    "version_line",
+]
 
 #: The distribution (and the kit's name in ``hello`` and in results).
 DISTRIBUTION: Final = "relavium-conformance"
@@ -24,7 +31,8 @@ DISTRIBUTION: Final = "relavium-conformance"
 #: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
 PROTOCOL_VERSION: Final = "1.0"
 
-_UNINSTALLED: Final = "0+checkout"
+CHECKOUT_VERSION: Final = "0+checkout"
+"""What a source tree that was never installed reports."""
 
 
 @functools.cache
@@ -35,7 +43,7 @@ def kit_version() -> str:
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:
-        return _UNINSTALLED
+        return CHECKOUT_VERSION
 
 
 @functools.cache

@@ -157,6 +157,13 @@ class CaseResult(KitStrict):
     warnings: tuple[str, ...] = ()
     failure_kind: FailureKind | None = None
 
+    @classmethod
+    def of(cls, case: Any, status: CaseStatus, **fields: Any) -> CaseResult:
+        """The result of ``case`` (a transcript or a vector case): its id, title, area and clauses."""
+        return cls(
+            id=case.id, title=case.title, area=case.area, clauses=case.clauses, status=status, **fields
+        )
+
     @model_validator(mode="before")
     @classmethod
     def _derive_area(cls, data: object) -> object:

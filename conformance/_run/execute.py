@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
 from relavium_conformance._corpus.cases import (
     ApprovalStep,
     Case,
@@ -33,6 +31,7 @@ from relavium_conformance._corpus.cases import (
     snapshot_path,
 )
 from relavium_conformance._corpus.catalogue import load_catalogue
+from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._run.events import check_event_shapes
@@ -237,7 +236,7 @@ class CaseWorld:
             )
             return
         try:
-            document = YAML(typ="safe", pure=True).load(text)
+            document = parse_yaml(text)
         except Exception:
             document = None
         self.observed.exports.append({"path": Path(path).name, "yaml": text, "document": document})
@@ -534,13 +533,8 @@ async def execute_case(
     started = time.perf_counter()
     missing = sorted(set(case.capabilities) - set(hello.capabilities))
     if missing:
-        result = CaseResult(
-            id=case.id,
-            title=case.title,
-            area=case.area,
-            status=CaseStatus.UNSUPPORTED,
-            clauses=case.clauses,
-            reason=f"needs undeclared capability {', '.join(missing)}",
+        result = CaseResult.of(
+            case, CaseStatus.UNSUPPORTED, reason=f"needs undeclared capability {', '.join(missing)}"
         )
         return result, Observation(), ""
     workdir = tempfile.mkdtemp(prefix="relavium-case-")
@@ -587,12 +581,9 @@ async def execute_case(
             status, reason = CaseStatus.ERRORED, _TOO_DEEP
     if status is CaseStatus.PASSED and differences:
         status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
-    result = CaseResult(
-        id=case.id,
-        title=case.title,
-        area=case.area,
-        status=status,
-        clauses=case.clauses,
+    result = CaseResult.of(
+        case,
+        status,
         duration_ms=(time.perf_counter() - started) * 1000,
         reason=reason,
         differences=tuple(differences) if status is CaseStatus.FAILED else (),

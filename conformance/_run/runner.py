@@ -179,12 +179,9 @@ class _Play:
     async def run(self, case: AnyCase) -> CaseResult:
         hello, self.broken_at = self.outcome.hello, None
         if hello is None:
-            return CaseResult(
-                id=case.id,
-                title=case.title,
-                area=case.area,
-                status=CaseStatus.ERRORED,
-                clauses=case.clauses,
+            return CaseResult.of(
+                case,
+                CaseStatus.ERRORED,
                 reason=f"the implementation could not be started: {self.outcome.handshake_error}",
                 handshake_failed=True,
             )
@@ -204,12 +201,9 @@ class _Play:
                 compare_snapshot=compare,
             )
         except Exception as exc:  # a defect of the kit met on this case: the case errors, the run goes on
-            return CaseResult(
-                id=case.id,
-                title=case.title,
-                area=case.area,
-                status=CaseStatus.ERRORED,
-                clauses=case.clauses,
+            return CaseResult.of(
+                case,
+                CaseStatus.ERRORED,
                 reason=f"the kit failed on this case ({type(exc).__name__}: {exc}); please report it",
             )
         self.broken_at = observed.broken_at

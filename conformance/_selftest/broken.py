@@ -26,7 +26,6 @@ from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_reference import (
     AgentSession,
     SessionInput,
-    SessionState,
     SessionStopReason,
     TurnPolicy,
     TurnResult,
@@ -144,8 +143,7 @@ class _GappySequence(AgentSession):
 
 class _ContextNotEchoed(AgentSession):
     async def start(self) -> None:
-        self._apply(SessionInput.START)
-        self._state = SessionState.IDLE
+        self._enter(SessionInput.START)
         context = self._context.model_copy(update={"variables": None})
         await self._stamper.emit(
             SessionStarted, agent_ref=self.agent_ref, model=self._agent.model, context=context

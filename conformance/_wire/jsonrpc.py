@@ -15,9 +15,9 @@ Failures of the other side are :class:`~relavium_conformance._errors.AdapterErro
 later call fails fast with it.  Closing the peer ourselves is not a failure of the other side: it is
 :class:`PeerClosed`.
 
-Wire format: one JSON object per line, UTF-8, ``\\n``-terminated (a ``\\r`` before it is tolerated); batches
-(JSON arrays) are not supported.  Our ids are integers counting from 1; incoming ids may be integers or
-strings and are echoed back unchanged.  Parameters we receive must be by name (an object) or absent.
+Wire format: one JSON object per line, UTF-8, ``\\n``-terminated (a ``\\r`` before it is tolerated); a
+batch (a JSON array of messages on one line) is how the kit issues operations together (KD-KIT-1).  Our
+ids count from 1; incoming ids (integers or strings) are echoed back; params are by name or absent.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from relavium_conformance._wire.envelope import (
     PeerTimeout,
     ProtocolMismatch,
     RpcError,
-    check_protocol_version,
     decode_line,
     encode_message,
     envelope_kind,
@@ -74,7 +73,6 @@ __all__ = [
     "ProtocolMismatch",
     "RpcError",
     "Validator",
-    "check_protocol_version",
     "encode_message",
     "envelope_kind",
     "open_stdio_streams",
@@ -324,9 +322,11 @@ class JsonRpcPeer:
 
     async def uncork(self) -> None:
         lines, self._corked = self._corked, None
-        if not lines:
-            return
-        await self._write(b"".join(lines), "corked requests")
+        if len(lines or ()) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
+            batch = b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n"
+            await self._write(batch, "a batch of requests")
+        elif lines:
+            await self._write(lines[0], "a request")
 
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
@@ -463,30 +463,32 @@ class JsonRpcPeer:
             return
         text = text.removesuffix("\n").removesuffix("\r")
         try:
-            message = decode_line(text)
+            parsed = decode_line(text)
         except ValueError as exc:
             self._fail(MalformedMessage(f"a line that is refused ({exc}): {quote(text)}"))
             return
-        try:
-            kind = envelope_kind(message)
-        except ValueError as exc:
-            self._fail(MalformedMessage(f"not a JSON-RPC 2.0 message ({exc}): {quote(text)}"))
-            return
-        if kind in ("request", "notification"):
-            method: str | None = message["method"]
-        else:
-            entry = self._pending.get(message["id"])
-            method = entry.method if entry is not None else self._abandoned.get(message["id"])
-        try:
-            self._check("incoming", message, method, text)
-        except (AdapterError, PeerClosed):
-            return
-        if kind == "request":
-            self._start_serving(message, text)
-        elif kind == "notification":
-            self._spawn(self._serve(None, message["method"], message.get("params")))
-        else:
-            self._settle(kind, message, text)
+        # a batch: every message of the line is dispatched before any of them runs (KD-KIT-1)
+        for message in parsed if isinstance(parsed, list) and parsed else [parsed]:
+            try:
+                kind = envelope_kind(message)
+            except ValueError as exc:
+                self._fail(MalformedMessage(f"not a JSON-RPC 2.0 message ({exc}): {quote(text)}"))
+                return
+            if kind in ("request", "notification"):
+                method: str | None = message["method"]
+            else:
+                entry = self._pending.get(message["id"])
+                method = entry.method if entry is not None else self._abandoned.get(message["id"])
+            try:
+                self._check("incoming", message, method, text)
+            except (AdapterError, PeerClosed):
+                return
+            if kind == "request":
+                self._start_serving(message, text)
+            elif kind == "notification":
+                self._spawn(self._serve(None, message["method"], message.get("params")))
+            else:
+                self._settle(kind, message, text)
 
     def _start_serving(self, message: JsonObject, text: str) -> None:
         request_id: int | str = message["id"]
