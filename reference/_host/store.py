@@ -21,10 +21,8 @@ Rules the store keeps:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
-import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,6 +33,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from relavium_reference._host.store_files import WriterLeases, prepare_file
 from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.messages import (
     AgentSessionRecord,
@@ -164,106 +163,6 @@ _SESSION_COLUMNS = (
 )
 
 
-_SIDE_FILES = ("-wal", "-shm", "-journal")
-
-
-def _prepare_file(path: Path) -> None:
-    """Create the directory (0700) and the file (0600) before SQLite does; tighten an existing file.
-
-    An existing ``history.db`` and its ``-wal``, ``-shm`` and ``-journal`` files are made 0600 before
-    SQLite opens them (SQLite gives new side files the database file's mode), so a database left at
-    0644 is private again from its first open on (KD-DB-8).  An existing directory is left as it is: it
-    may be a directory the user chose and shares.  A file that cannot be tightened (another owner) is
-    refused with ``StoreError("permissions")``.
-    """
-    directory = path.parent
-    try:
-        if not directory.exists():
-            directory.mkdir(mode=0o700, parents=True)
-            os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
-        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        try:
-            descriptor = os.open(path, flags, 0o600)
-        except FileExistsError:
-            _tighten(path)
-            return
-        try:
-            os.fchmod(descriptor, 0o600)
-        finally:
-            os.close(descriptor)
-    except StoreError:
-        raise
-    except OSError:
-        raise StoreError("unavailable") from None
-
-
-def _tighten(path: Path) -> None:
-    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
-        try:
-            mode = candidate.stat().st_mode
-        except FileNotFoundError:
-            continue
-        if stat.S_IMODE(mode) & 0o077:
-            try:
-                os.chmod(candidate, stat.S_IMODE(mode) & 0o700)
-            except PermissionError:
-                raise StoreError("permissions") from None
-
-
-try:  # POSIX advisory locks; without them the writer lease is not enforced (KD-DB-9)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
-
-class _WriterLeases:
-    """One store's writer leases: an exclusive ``flock`` per session, on a file beside the database.
-
-    The lock files live in ``<database>-leases/`` (0700), one per session (0600, named by the SHA-256 of
-    the session id, never holding it).  A ``flock`` belongs to one open file, so a second store (in this
-    process or another) cannot take a lease this one holds, and the operating system releases it when
-    the process ends, however it ends: a crashed writer leaves no stale lease.
-    """
-
-    def __init__(self, database: Path) -> None:
-        self._directory = database.with_name(database.name + "-leases")
-        self._held: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def ensure(self, session_id: str) -> None:
-        """Hold the lease of ``session_id`` (idempotent); ``StoreError("writer_busy")`` if another does."""
-        with self._lock:
-            if session_id in self._held or fcntl is None:
-                return
-            name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-            try:
-                if not self._directory.exists():
-                    self._directory.mkdir(mode=0o700, exist_ok=True)
-                    os.chmod(self._directory, 0o700)
-                flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-                descriptor = os.open(self._directory / name, flags, 0o600)
-            except OSError:
-                raise StoreError("unavailable") from None
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(descriptor)
-                raise StoreError("writer_busy") from None
-            self._held[session_id] = descriptor
-
-    def release(self, session_id: str) -> None:
-        with self._lock:
-            descriptor = self._held.pop(session_id, None)
-            if descriptor is not None:
-                os.close(descriptor)  # closing the only descriptor drops the flock
-
-    def release_all(self) -> None:
-        with self._lock:
-            held, self._held = self._held, {}
-            for descriptor in held.values():
-                os.close(descriptor)
-
-
 def _default_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -286,7 +185,7 @@ class SessionStore:
         self,
         connection: sqlite3.Connection,
         clock: Callable[[], datetime],
-        leases: _WriterLeases | None = None,
+        leases: WriterLeases | None = None,
     ) -> None:
         self._conn: sqlite3.Connection | None = connection
         self._clock = clock
@@ -299,7 +198,7 @@ class SessionStore:
     ) -> SessionStore:
         """Open (creating if needed) ``history.db`` at ``path``: WAL, foreign keys on, schema ready."""
         target = Path(path)
-        _prepare_file(target)
+        prepare_file(target)
         try:
             connection = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         except sqlite3.Error:
@@ -328,7 +227,7 @@ class SessionStore:
             if isinstance(exc, sqlite3.Error):  # a full disk, a foreign or corrupt file, a lock
                 raise StoreError("unavailable") from None
             raise
-        return cls(connection, clock or _default_clock, _WriterLeases(target))
+        return cls(connection, clock or _default_clock, WriterLeases(target))
 
     @classmethod
     def open_readonly(
