@@ -42,6 +42,7 @@ from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
     HelloResult,
+    HostAppendMarkerParams,
     HostCommitTurnParams,
     HostConfirmParams,
     HostCreateSessionParams,
@@ -152,6 +153,7 @@ class CaseWorld:
         self._inflight: set[asyncio.Future[None]] = set()
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
+        self.saved: dict[str, Any] = {}  # results kept by ``save_as``
 
     # -- the implementation calls the kit -------------------------------------------------------
 
@@ -217,6 +219,17 @@ class CaseWorld:
         session_id = params.session_id
         for row in turn_rows(turn):
             self._append_row({**row, "sessionId": session_id})
+        return {}
+
+    async def on_host_append_marker(self, params: HostAppendMarkerParams) -> dict[str, Any]:
+        """Play the host's marker write: a ``system`` row whose boundary names an earlier row."""
+        problem = marker_problem(params.marker, len(self.observed.rows))
+        if problem is not None:
+            self.observed.violations.append(
+                f"host.appendMarker carried an unusable boundary marker: {problem}"
+            )
+            raise RpcError(-32602, "the boundary marker is not usable")
+        self._append_row({**params.marker, "sessionId": params.session_id})
         return {}
 
     def _append_row(self, row: dict[str, Any]) -> None:
@@ -400,6 +413,10 @@ class CaseWorld:
             self.observed.instance_starts.append(len(self.observed.events))
         elif op.op == "export":
             params["workflowPath"] = str(Path(self.workdir) / (op.path or "export.relavium.yaml"))
+        elif op.op == "trimHistory":
+            params["maxMessages"] = op.max_messages
+        elif op.op == "contextEstimate":
+            params["text"] = op.text
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
@@ -423,6 +440,8 @@ class CaseWorld:
                 found.extend(match(op.expect_error, record["error"], where + ".error"))
             return found
         record["result"] = result
+        if op.save_as is not None:
+            self.saved[op.save_as] = result
         if op.op == "export":
             self._read_export(params["workflowPath"], where)  # a missing file is the world's finding
         if op.expect_error is not None:
@@ -435,8 +454,49 @@ class CaseWorld:
                 )
             )
         elif op.expect is not None:
-            found.extend(match(op.expect, result, where + ".result"))
+            expected = resolve_saved(op.expect, self.saved)
+            found.extend(match(expected, result, where + ".result"))
         return found
+
+
+def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
+    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
+
+    A marker is a ``system`` row with a list of text parts (none, for a trim) and
+    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
+    """
+    if marker.get("role") != "system":
+        return "its role is not system"
+    content = marker.get("content")
+    if not isinstance(content, list) or any(
+        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "its content is not a list of text parts"
+    compaction = marker.get("compaction")
+    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
+    if isinstance(through, bool) or not isinstance(through, int):
+        return "it has no compaction.droppedThroughSequence"
+    if not 0 <= through < row_count:
+        return "compaction.droppedThroughSequence names no earlier row"
+    return None
+
+
+def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:
+    """Replace each ``{$saved: name}`` in an expectation by the result kept under ``name``."""
+    if isinstance(expected, dict):
+        if len(expected) == 1 and "$saved" in expected:
+            name = str(expected["$saved"])
+            head, _, rest = name.partition(".")
+            missing = f"<nothing saved as {name}>"  # matches no result: the case fails visibly
+            value = saved.get(head, missing)
+            for key in rest.split(".") if rest else ():
+                value = value.get(key, missing) if isinstance(value, dict) else missing
+            return value
+        return {key: resolve_saved(value, saved) for key, value in expected.items()}
+    if isinstance(expected, list | tuple):
+        return [resolve_saved(value, saved) for value in expected]
+    return expected
 
 
 def _resting_on(differences: list[Difference], kit_defined: tuple[str, ...]) -> list[Difference]:
