@@ -171,7 +171,8 @@ def _raw_commits(source: Path, directory: Path) -> float:
     db.execute("PRAGMA synchronous = FULL")
     db.execute("PRAGMA foreign_keys = ON")
     db.execute(
-        f"INSERT INTO agent_sessions ({', '.join(session_names)}) VALUES ({', '.join('?' * len(session_names))})",
+        f"INSERT INTO agent_sessions ({', '.join(session_names)}) "
+        f"VALUES ({', '.join('?' * len(session_names))})",
         session_row,
     )
     insert = f"INSERT INTO session_messages ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
@@ -181,7 +182,9 @@ def _raw_commits(source: Path, directory: Path) -> float:
     for pair in pairs:
         db.execute("BEGIN IMMEDIATE")
         db.executemany(insert, pair)
-        db.execute("UPDATE agent_sessions SET total_input_tokens = total_input_tokens + 10 WHERE id = ?", (sid,))
+        db.execute(
+            "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + 1 WHERE id = ?", (sid,)
+        )
         db.execute("COMMIT")
     elapsed = time.perf_counter() - started
     db.close()
@@ -267,7 +270,8 @@ def _big_store(directory: Path, messages: int) -> tuple[SessionStore, str]:
     names = list(rows[0])
     db.execute("BEGIN IMMEDIATE")
     db.executemany(
-        f"INSERT INTO session_messages ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", rows
+        f"INSERT INTO session_messages ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})",
+        rows,
     )
     db.execute("COMMIT")
     db.close()
@@ -287,9 +291,9 @@ def _bare_select(path: Path, sid: str) -> float:
     return elapsed
 
 
-def _timed(function: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     started = time.perf_counter()
-    value = function()
+    value = function(*args)
     return time.perf_counter() - started, value
 
 
@@ -333,59 +337,114 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
     load_size = 10_000 if quick else 100_000
     f: dict[str, Figure] = {
         "durable": Figure(
-            "1", "durable turns/s", "engine turns/s into history.db", "raw commits/s of the same rows",
-            "turns/s", "ratio >= 0.5", _ratio_at_least(0.5),
+            "1",
+            "durable turns/s",
+            "engine turns/s into history.db",
+            "raw commits/s of the same rows",
+            "turns/s",
+            "ratio >= 0.5",
+            _ratio_at_least(0.5),
         ),
         "in_memory": Figure(
-            "1", "turns/s without persistence", "engine turns/s, no persister", "durable engine turns/s",
-            "turns/s", "(context)",
+            "1",
+            "turns/s without persistence",
+            "engine turns/s, no persister",
+            "durable engine turns/s",
+            "turns/s",
+            "(context)",
         ),
     }
     for turn in (100, 1000):
         f[f"turn_{turn}"] = Figure(
-            "2", f"per-turn cost at turn {turn}", f"ms per turn at turn {turn}", "ms per turn at turn 10",
-            "ms", "turn 1000 ratio <= 5" if turn == 1000 else "(context)",
+            "2",
+            f"per-turn cost at turn {turn}",
+            f"ms per turn at turn {turn}",
+            "ms per turn at turn 10",
+            "ms",
+            "turn 1000 ratio <= 5" if turn == 1000 else "(context)",
             _ratio_at_most(5.0) if turn == 1000 else None,
         )
     for size in export_sizes:
         f[f"export_{size}"] = Figure(
-            "3", f"export of {size:,} messages", "session_to_workflow + dump_yaml (s)",
-            "json.dumps of the same document (s)", "s", "100k ratio <= 5" if size == 100_000 else "(context)",
+            "3",
+            f"export of {size:,} messages",
+            "session_to_workflow + dump_yaml (s)",
+            "json.dumps of the same document (s)",
+            "s",
+            "100k ratio <= 5" if size == 100_000 else "(context)",
             _ratio_at_most(5.0) if size == 100_000 else None,
         )
     f["load"] = Figure(
-        "3", f"load {load_size:,} messages", "SessionStore.load_full (s)", "bare SELECT + json.loads (s)",
-        "s", "ratio <= 3", _ratio_at_most(3.0),
+        "3",
+        f"load {load_size:,} messages",
+        "SessionStore.load_full (s)",
+        "bare SELECT + json.loads (s)",
+        "s",
+        "ratio <= 3",
+        _ratio_at_most(3.0),
     )
     f["reconstruct"] = Figure(
-        "3", f"reconstruct {load_size:,} messages", "reconstruct_session_state (s)",
-        "bare SELECT + json.loads (s)", "s", "ratio <= 3", _ratio_at_most(3.0),
+        "3",
+        f"reconstruct {load_size:,} messages",
+        "reconstruct_session_state (s)",
+        "bare SELECT + json.loads (s)",
+        "s",
+        "ratio <= 3",
+        _ratio_at_most(3.0),
     )
     f["startup"] = Figure(
-        "4", "start-up: run --list", "relavium-conformance run --list (s)",
-        'python -c "import relavium_conformance, relavium_reference" (s)', "s", "ratio <= 1.5",
+        "4",
+        "start-up: run --list",
+        "relavium-conformance run --list (s)",
+        'python -c "import relavium_conformance, relavium_reference" (s)',
+        "s",
+        "ratio <= 1.5",
         _ratio_at_most(1.5),
     )
     f["stdio_run"] = Figure(
-        "5", "whole run over stdio", "run, reference-stdio (s)", "run, reference in-process (s)", "s",
-        "ratio <= 1.3", _ratio_at_most(1.3),
+        "5",
+        "whole run over stdio",
+        "run, reference-stdio (s)",
+        "run, reference in-process (s)",
+        "s",
+        "ratio <= 1.3",
+        _ratio_at_most(1.3),
     )
     f["stdio_case"] = Figure(
-        "5", "per case over stdio", "mean case, reference-stdio (ms)", "mean case, in-process (ms)", "ms",
-        "ratio <= 1.5", _ratio_at_most(1.5),
+        "5",
+        "per case over stdio",
+        "mean case, reference-stdio (ms)",
+        "mean case, in-process (ms)",
+        "ms",
+        "ratio <= 1.5",
+        _ratio_at_most(1.5),
     )
     if jobs:
         f["jobs"] = Figure(
-            "6", "run -j 2 over stdio (speed-up)", "run -j 1 over stdio (s)", "run -j 2 over stdio (s)", "x",
-            "ratio >= 1.7", _ratio_at_least(1.7),
+            "6",
+            "run -j 2 over stdio (speed-up)",
+            "run -j 1 over stdio (s)",
+            "run -j 2 over stdio (s)",
+            "x",
+            "ratio >= 1.7",
+            _ratio_at_least(1.7),
         )
     if not quick:
         f["selftest"] = Figure(
-            "7", "selftest vs one run", "relavium-conformance selftest (s)", "relavium-conformance run (s)",
-            "s", "(context)",
+            "7",
+            "selftest vs one run",
+            "relavium-conformance selftest (s)",
+            "relavium-conformance run (s)",
+            "s",
+            "(context)",
         )
         f["total"] = Figure(
-            "7", "run + selftest (in-process)", "run + selftest (s)", "20 s budget", "s", "ratio <= 1",
+            "7",
+            "run + selftest (in-process)",
+            "run + selftest (s)",
+            "20 s budget",
+            "s",
+            "ratio <= 1",
             _ratio_at_most(1.0),
         )
     return f
@@ -418,21 +477,19 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
             say(f"store of {size:,} messages")
             store, sid = _big_store(directory, size)
             try:
-                load_time, (record, messages) = _timed(lambda: store.load_full(sid))
+                load_time, (record, messages) = _timed(store.load_full, sid)
                 if size == load_size:
                     floor = _bare_select(directory / f"big-{size}.db", sid)
                     f["load"].values.append(load_time)
                     f["load"].floors.append(floor)
-                    rebuild, _state = _timed(lambda: reconstruct_session_state(record, messages))
+                    rebuild, _state = _timed(reconstruct_session_state, record, messages)
                     f["reconstruct"].values.append(rebuild)
                     f["reconstruct"].floors.append(floor)
                 if size in sizes:
                     say(f"export of {size:,} messages")
-                    export_time, text = _timed(
-                        lambda: dump_yaml(document_to_data(session_to_workflow(record, messages)))
-                    )
+                    export_time, text = _timed(_export, record, messages)
                     data = document_to_data(session_to_workflow(record, messages))
-                    dumps_time, _ = _timed(lambda: json.dumps(data))
+                    dumps_time, _ = _timed(json.dumps, data)
                     f[f"export_{size}"].values.append(export_time)
                     f[f"export_{size}"].floors.append(dumps_time)
                     say(f"  {len(text) / 1e6:.1f} MB of YAML")
@@ -488,6 +545,14 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def _export(record: Any, messages: Any) -> str:
+    return dump_yaml(document_to_data(session_to_workflow(record, messages)))
+
+
+def _progress(number: int) -> Callable[[str], None]:
+    return lambda text: print(f"[round {number}] {text}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON here")
@@ -500,15 +565,25 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         for number in range(1, rounds + 1):
-            one_round(figures, args.quick, work, lambda text, n=number: print(f"[round {n}] {text}", file=sys.stderr))
+            one_round(figures, args.quick, work, _progress(number))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = [figure.summary() for figure in figures.values()]
     if "jobs" not in figures:
         rows.append(
-            {"goal": "6", "name": "run -j 2 over stdio (speed-up)", "value": None, "value_is": "not measured",
-             "floor": None, "floor_is": "the CLI has no -j option", "unit": "x", "ratio": None,
-             "target": "ratio >= 1.7", "met": None, "rounds": 0}
+            {
+                "goal": "6",
+                "name": "run -j 2 over stdio (speed-up)",
+                "value": None,
+                "value_is": "not measured",
+                "floor": None,
+                "floor_is": "the CLI has no -j option",
+                "unit": "x",
+                "ratio": None,
+                "target": "ratio >= 1.7",
+                "met": None,
+                "rounds": 0,
+            }
         )
     print_table(rows)
     report = {

@@ -61,7 +61,7 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-from relavium_reference._rules.projection import HistoryMessage, fold_same_role, text_message
+from relavium_reference._rules.projection import HistoryMessage
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -199,18 +199,41 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
 
 
 def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-    """A fresh request: every list, message and part is new, so the provider owns what it gets."""
-    messages = [text_message(m.role, m.text) for m in setup.history]
-    messages.append(text_message("user", setup.pending_user))
-    messages.extend(LlmMessage.model_validate(copy.deepcopy(m.model_dump())) for m in round_messages)
+    """A fresh request: every list, message and part is new, so the provider owns what it gets.
+
+    The history is already-checked text, so the request is assembled as plain data (same-role
+    neighbours folded: providers want alternation) and validated once, in one pass, into new models.
+    """
+    messages: list[dict[str, Any]] = []
+    role: str | None = None
+    content: list[dict[str, Any]] = []
+    for message in setup.history:  # the hot loop of a long session: no call per message
+        if message.role == role:
+            content.append({"type": "text", "text": message.text})
+        else:
+            role, content = message.role, [{"type": "text", "text": message.text}]
+            messages.append({"role": role, "content": content})
+    _add_folded(messages, "user", [{"type": "text", "text": setup.pending_user}])
+    for round_message in round_messages:
+        dumped = copy.deepcopy(round_message.model_dump())
+        _add_folded(messages, dumped["role"], dumped["content"])
     tools = setup.registry.definitions(setup.advertised) if setup.advertised else None
-    return LlmRequest(
-        model=model,
-        system=setup.agent.system_prompt,
-        messages=fold_same_role(messages),
-        tools=tools,
-        max_tokens=setup.agent.max_tokens,
+    return LlmRequest.model_validate(
+        {
+            "model": model,
+            "system": setup.agent.system_prompt,
+            "messages": messages,
+            "tools": tools,
+            "max_tokens": setup.agent.max_tokens,
+        }
     )
+
+
+def _add_folded(messages: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].extend(parts)
+    else:
+        messages.append({"role": role, "content": parts})
 
 
 async def _attempt_chain(

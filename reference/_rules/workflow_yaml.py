@@ -31,8 +31,9 @@ from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._rules.yaml_fast import fast_dump
 
-__all__ = ["dump_yaml", "ensure_json_data", "load_yaml", "utf16_key"]
+__all__ = ["dump_yaml", "ensure_json_data", "load_yaml", "ruamel_dump", "utf16_key"]
 
 _WIDTH = 1 << 30
 # Characters a single-quoted or plain scalar cannot carry faithfully (YAML folds or drops them when it
@@ -104,6 +105,14 @@ def _sorted(value: Any) -> Any:
 def dump_yaml(data: Any) -> str:
     """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
     ensure_json_data(data)
+    fast = fast_dump(data)  # the same text, written directly when the data allows (see yaml_fast)
+    if fast is not None:
+        return fast
+    return ruamel_dump(data)
+
+
+def ruamel_dump(data: Any) -> str:
+    """The canonical text through the ruamel.yaml emitter alone (the definition ``fast_dump`` matches)."""
     stream = io.StringIO()
     _yaml().dump(_sorted(data), stream)
     return stream.getvalue()
