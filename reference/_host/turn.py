@@ -61,7 +61,11 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
+<<<<<<< HEAD
 from relavium_reference._rules.projection import HistoryMessage
+=======
+from relavium_reference._rules.projection import HistoryMessage, project_request
+>>>>>>> main
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -199,6 +203,7 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
 
 
 def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
+<<<<<<< HEAD
     """A fresh request: every list, message and part is new, so the provider owns what it gets.
 
     The history is already-checked text, so the request is assembled as plain data (same-role
@@ -226,6 +231,22 @@ def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMes
             "tools": tools,
             "max_tokens": setup.agent.max_tokens,
         }
+=======
+    """A fresh request from the one projection: every list, message and part is new."""
+    projected = project_request(
+        system=setup.agent.system_prompt,
+        history=setup.history,
+        pending_user=setup.pending_user,
+        rounds=round_messages,
+        tools=setup.registry.definitions(setup.advertised) if setup.advertised else None,
+    )
+    return LlmRequest(
+        model=model,
+        system=projected.system,
+        messages=projected.messages,
+        tools=projected.tools,
+        max_tokens=setup.agent.max_tokens,
+>>>>>>> main
     )
 
 
