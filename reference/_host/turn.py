@@ -61,11 +61,7 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-<<<<<<< HEAD
-from relavium_reference._rules.projection import HistoryMessage
-=======
 from relavium_reference._rules.projection import HistoryMessage, project_request
->>>>>>> main
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -203,35 +199,6 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
 
 
 def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-<<<<<<< HEAD
-    """A fresh request: every list, message and part is new, so the provider owns what it gets.
-
-    The history is already-checked text, so the request is assembled as plain data (same-role
-    neighbours folded: providers want alternation) and validated once, in one pass, into new models.
-    """
-    messages: list[dict[str, Any]] = []
-    role: str | None = None
-    content: list[dict[str, Any]] = []
-    for message in setup.history:  # the hot loop of a long session: no call per message
-        if message.role == role:
-            content.append({"type": "text", "text": message.text})
-        else:
-            role, content = message.role, [{"type": "text", "text": message.text}]
-            messages.append({"role": role, "content": content})
-    _add_folded(messages, "user", [{"type": "text", "text": setup.pending_user}])
-    for round_message in round_messages:
-        dumped = copy.deepcopy(round_message.model_dump())
-        _add_folded(messages, dumped["role"], dumped["content"])
-    tools = setup.registry.definitions(setup.advertised) if setup.advertised else None
-    return LlmRequest.model_validate(
-        {
-            "model": model,
-            "system": setup.agent.system_prompt,
-            "messages": messages,
-            "tools": tools,
-            "max_tokens": setup.agent.max_tokens,
-        }
-=======
     """A fresh request from the one projection: every list, message and part is new."""
     projected = project_request(
         system=setup.agent.system_prompt,
@@ -246,15 +213,7 @@ def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMes
         messages=projected.messages,
         tools=projected.tools,
         max_tokens=setup.agent.max_tokens,
->>>>>>> main
     )
-
-
-def _add_folded(messages: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
-    if messages and messages[-1]["role"] == role:
-        messages[-1]["content"].extend(parts)
-    else:
-        messages.append({"role": role, "content": parts})
 
 
 async def _attempt_chain(
