@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import re
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,7 +55,6 @@ __all__ = [
     "ProtocolMismatch",
     "RpcError",
     "Validator",
-    "check_protocol_version",
     "encode_message",
     "envelope_kind",
     "open_stdio_streams",
@@ -239,36 +237,6 @@ def envelope_kind(message: object) -> EnvelopeKind:
             raise ValueError('"error.message" is not a string')
         return "error"
     raise ValueError('neither a request ("method"), nor a response ("result" or "error")')
-
-
-_VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?")
-
-
-def _major(version: str) -> int | None:
-    match = _VERSION.fullmatch(version)
-    return int(match.group(1)) if match else None
-
-
-def check_protocol_version(kit_version: str, hello_result: object) -> str:
-    """Check a ``hello`` answer and return the implementation's ``protocolVersion``.
-
-    Raises :class:`MalformedMessage` when the answer is not an object carrying a ``MAJOR.MINOR[.PATCH]``
-    string, and :class:`ProtocolMismatch` when its major differs from ``kit_version``'s.
-    """
-    if not isinstance(hello_result, dict):
-        raise MalformedMessage(f"the hello answer is not an object: {quote(json.dumps(hello_result))}")
-    answered = hello_result.get("protocolVersion")
-    if not isinstance(answered, str) or _major(answered) is None:
-        raise MalformedMessage(
-            "the hello answer has no protocolVersion of the form MAJOR.MINOR: "
-            + quote(json.dumps(hello_result, ensure_ascii=False))
-        )
-    if _major(answered) != _major(kit_version):
-        raise ProtocolMismatch(
-            f"the implementation speaks protocol {answered}, the kit speaks {kit_version} "
-            "(the major versions must be equal)"
-        )
-    return answered
 
 
 async def open_stdio_streams(

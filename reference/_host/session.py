@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
-from relavium_reference._host.persister import TurnPersister, completed_turn
+from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
 from relavium_reference._host.turn import (
     DEFAULT_MAX_TOOL_TURNS,
@@ -284,6 +284,8 @@ class AgentSession:
         for task in (self._turn_task, self._command_task):
             if task is not None and not task.done():
                 task.cancel()
+        if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
+            await self._deps.persister.release_writer(self.session_id)
         await self._stamper.emit(SessionCancelled)
 
     async def send_message(self, text: str) -> TurnResult:
