@@ -32,10 +32,10 @@ from relavium_conformance._corpus.cases import (
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
+from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
-from relavium_conformance._run.verdict import judge, resting_on
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -55,7 +55,7 @@ from relavium_conformance._wire.messages import (
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
-__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
 _KEYS = itertools.count()

@@ -1,8 +1,8 @@
-"""Judging one case: its observations against its expectations, and the generic checks.
+"""Judging one case: every expected observation its transcript states, checked against what was observed.
 
-The case's own expectations book on its clauses and rest on the kit choices it names (or, when every
-clause it cites is kit-defined, on theirs); the generic checks (every event against the event schema,
-the per-instance envelope) book on their own clauses (see ``CaseResult.booked_clauses``).
+The differences come from the case's own expectations (marked with the kit choices they rest on), the
+world's violations, the event schema, the envelope of each instance's event stream, and (for the
+reference engine) the stored snapshot.
 """
 
 from __future__ import annotations
