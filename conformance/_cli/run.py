@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from relavium_conformance._corpus.cases import load_cases, select_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.provenance import run_context
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.proofs import run_selftest
-from relavium_conformance._wire.adapters import resolve_adapter
+from relavium_conformance._wire.adapters import StdioAdapter, resolve_adapter
+from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["register", "run_command"]
@@ -59,6 +63,22 @@ def register(subparsers: Any) -> None:
         "its cases caught (proven_by in the JSON results)",
     )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print each case as it starts and as it ends"
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write every protocol message of the run to FILE, one JSON object per line, with timestamps",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the terminal output: auto (default: a terminal, unless NO_COLOR is set, FORCE_COLOR "
+        "forces it, TERM=dumb refuses it), always or never",
+    )
     parser.set_defaults(handler=run_command)
 
 
@@ -68,6 +88,16 @@ def run_command(args: argparse.Namespace) -> int:
     except KitUsageError as exc:
         print(f"relavium-conformance: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
+
+
+@contextlib.contextmanager
+def _open_trace(path: Path) -> Iterator[TextIO]:
+    try:
+        stream = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise KitUsageError(f"{path}: cannot write the trace file ({exc.strerror})") from None
+    with stream:
+        yield stream
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -82,18 +112,33 @@ def _run(args: argparse.Namespace) -> int:
         return int(ExitCode.NO_CASES)
     baseline = load_baseline(args.baseline) if args.baseline else None
     validator = ProtocolValidator() if args.validate_protocol else None
-    adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
-    reporter = TerminalReporter(sys.stdout)
-    outcome = asyncio.run(
-        run_cases(
-            adapter,
-            cases,
-            timeout=args.timeout,
-            on_case_start=reporter.on_case_start,
-            on_case_end=reporter.on_case_end,
+    with contextlib.ExitStack() as stack:
+        trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
+        # the tracer sees each stdio message first; the validator (which may refuse it) after it
+        adapter = resolve_adapter(
+            args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout
         )
-    )
-    run = outcome.run
+        if trace is not None and not isinstance(adapter, StdioAdapter):
+            adapter = TracingAdapter(adapter, trace)
+        reporter = TerminalReporter(
+            sys.stdout, colour=args.color, verbose=args.verbose, titles={c.id: c.title for c in cases}
+        )
+
+        def on_case_start(case_id: str) -> None:
+            if trace is not None:
+                trace.case = case_id
+            reporter.on_case_start(case_id)
+
+        outcome = asyncio.run(
+            run_cases(
+                adapter,
+                cases,
+                timeout=args.timeout,
+                on_case_start=on_case_start,
+                on_case_end=reporter.on_case_end,
+            )
+        )
+    run = outcome.run.with_context(run_context(args.adapter, args.select))
     if args.with_proofs:
         proofs = asyncio.run(run_selftest(include_misbehaviours=False)).proofs()
         run = run.with_proofs(proofs)
@@ -106,10 +151,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.junit:
         write_junit(run, args.junit)
     if args.markdown:
-        write_markdown(run, args.markdown)
+        write_markdown(run, args.markdown, full_results=str(args.json) if args.json else None)
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")
+    if trace is not None:
+        print(f"trace: {trace.count} messages written to {args.trace}")
     return int(exit_code(run))

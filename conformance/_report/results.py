@@ -35,10 +35,13 @@ __all__ = [
     "ClauseLike",
     "ClauseResult",
     "ClauseStatus",
+    "CorpusInfo",
     "Difference",
+    "DifferenceForm",
     "ExitCode",
     "ImplementationInfo",
     "KitInfo",
+    "RunContext",
     "RunResult",
     "StaleEntry",
     "StaleWhy",
@@ -86,13 +89,37 @@ class CaseStatus(StrEnum):
     UNSUPPORTED = "unsupported"  # the case needs a capability the implementation did not declare
 
 
+class DifferenceForm(StrEnum):
+    """What a :class:`Difference` compares, so a report shows only the values that exist."""
+
+    VALUE = "value"  # expected and actual both observed, and they differ
+    MISSING = "missing"  # expected, not observed (a key or a list item): ``actual`` is meaningless
+    EXTRA = "extra"  # observed, not expected: ``expected`` is meaningless
+    LENGTH = "length"  # a list of the wrong length: the message counts; the items follow as their own
+    NOTE = "note"  # a fact with no value to compare (a refused message, a protocol rule broken)
+
+
 class Difference(StrictModel):
-    """One expected observation that was not met.  ``path`` locates it in the observations."""
+    """One expected observation that was not met.  ``path`` locates it in the observations.
+
+    ``expected`` and ``actual`` are whole JSON values (never cut: a report shortens them for display,
+    visibly).  ``diff`` is a unified diff when the two are texts and one spans lines.
+    """
 
     path: str
     expected: JsonValue = None
     actual: JsonValue = None
     message: str
+    form: DifferenceForm = DifferenceForm.VALUE
+    diff: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_note_without_values(cls, data: object) -> object:
+        # no value on either side and no form given: a fact to read, not "expected null, got null"
+        if isinstance(data, dict) and "form" not in data and "expected" not in data and "actual" not in data:
+            return {**data, "form": DifferenceForm.NOTE}
+        return data
 
     @field_validator("message")
     @classmethod
@@ -285,6 +312,25 @@ class ImplementationInfo(StrictModel):
     adapter: str  # the transport, e.g. "in-process" or "stdio"
 
 
+class CorpusInfo(StrictModel):
+    """Which corpus ran: the version it ships with and a hash of its files (``sha256:`` and hex)."""
+
+    version: str
+    content_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class RunContext(StrictModel):
+    """What was run, so two results can be compared: the spec revision (a hash of the catalogue's clause
+    ids, statuses and sentence fingerprints), the corpus, the selection patterns, the protocol version
+    and the ``--adapter`` argument."""
+
+    adapter: str
+    selection: tuple[str, ...] = ()
+    spec_revision: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+    corpus: CorpusInfo
+    protocol_version: str
+
+
 class Summary(StrictModel):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
@@ -344,6 +390,7 @@ class RunResult(StrictModel):
     started_at: AwareDatetime
     duration_ms: Annotated[float, Field(ge=0)]
     baseline: BaselineComparison | None = None
+    context: RunContext | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResult:
@@ -388,6 +435,10 @@ class RunResult(StrictModel):
     def with_baseline(self, comparison: BaselineComparison) -> RunResult:
         """This run with its baseline comparison recorded."""
         return self.model_copy(update={"baseline": comparison})
+
+    def with_context(self, context: RunContext) -> RunResult:
+        """This run with what was run recorded (see :class:`RunContext`)."""
+        return self.model_copy(update={"context": context})
 
     def with_proofs(self, proofs: Mapping[str, Sequence[str]]) -> RunResult:
         """This run with ``proven_by`` filled in per clause id (from a selftest)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.cases import (
@@ -33,14 +34,14 @@ from relavium_conformance._corpus.cases import (
     snapshot_path,
 )
 from relavium_conformance._errors import AdapterError
-from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
-from relavium_conformance._run.matching import check_envelope, match, normalise
+from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
+from relavium_conformance._run.matching import check_envelope, jsonable, match, normalise
 from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.protocol import HelloResult, OperationError
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import LlmError
-from relavium_reference._model.records import parse_completed_turn
+from relavium_reference._model.records import CompletedTurn, parse_completed_turn
 
 __all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
 
@@ -86,7 +87,7 @@ class Observation:
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
-    violations: list[str] = field(default_factory=list)
+    violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
 
     def snapshot(self, workdir: str | None) -> dict[str, Any]:
@@ -183,9 +184,7 @@ class CaseWorld:
         try:
             parsed = parse_completed_turn(turn)
         except InvalidInputError as exc:
-            self.observed.violations.append(
-                f"host.commitTurn carried a turn that is not one whole exchange: {exc}"
-            )
+            self.observed.violations.append(_refused_turn(len(self.observed.commits), params, exc))
             raise RpcError(-32602, "the turn is not one whole exchange") from None
         answer = next(self._persist, None)
         self.observed.commits.append(parsed.to_wire())
@@ -255,7 +254,14 @@ class CaseWorld:
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
         if steps is None:
-            self.observed.violations.append(f"provider request #{self._opened} was not scripted")
+            self.observed.violations.append(
+                Difference(
+                    path=f"provider_requests[{self._opened - 1}]",
+                    message=f"provider request #{self._opened} was not scripted",
+                    actual=jsonable(self.observed.provider_requests[-1]),
+                    form=DifferenceForm.EXTRA,
+                )
+            )
             steps = ()
         self._streams[stream] = iter(steps)
         return {"stream": stream}
@@ -271,7 +277,9 @@ class CaseWorld:
             if isinstance(step, HoldStep):
                 await self._hold()
             return {"chunk": step.to_wire()}
-        self.observed.violations.append(f"{params.get('stream')} was pulled past its scripted end")
+        self.observed.violations.append(
+            Difference(path=f"provider.next({params.get('stream')})", message="pulled past its scripted end")
+        )
         error = LlmError(kind="unknown", message="kit: the script has no further chunk")
         return {"chunk": {"type": "error", "error": error.to_wire()}}
 
@@ -410,19 +418,57 @@ class CaseWorld:
                     path=where,
                     message="expected a refusal",
                     expected=op.expect_error,
-                    actual=_jsonable(result),
+                    actual=jsonable(result),
                 )
             )
         elif op.expect is not None:
             self.observed.differences.extend(match(op.expect, result, where + ".result"))
 
 
-def _jsonable(value: Any) -> Any:
+_FIELD_WORDS = {"extra_forbidden": "unknown field", "missing": "required field missing"}
+
+
+def _turn_problems(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
+    """Each field of ``turn`` the strict turn shape refuses, as (path, words), unknown fields first.
+
+    The engine's refusal is fixed and names only the parent (it never echoes input); the kit's report may
+    name the implementation's own field, so it asks the shape for every error.
+    """
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value
+        CompletedTurn.model_validate(turn)
+    except ValidationError as error:
+        found = sorted(
+            (
+                item["type"] != "extra_forbidden",
+                _dotted(item["loc"]),
+                _FIELD_WORDS.get(item["type"], item["msg"]),
+            )
+            for item in error.errors()
+        )
+        return [(path, words) for _rank, path, words in found[:limit]]
+    return []
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+def _refused_turn(index: int, params: dict[str, Any], exc: InvalidInputError) -> Difference:
+    """The kit refused the turn of a ``host.commitTurn``: name the offending fields, first of all."""
+    where = f"commits[{index}]"
+    problems = _turn_problems(params.get("turn"))
+    if problems:
+        field_path = where + problems[0][0]
+        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in problems)
+    else:
+        field_path = f"{where}.{exc.location}" if exc.location else where
+        details = exc.message
+    return Difference(
+        path=field_path,
+        message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
+        actual=jsonable(params.get("turn")),
+        form=DifferenceForm.VALUE,
+    )
 
 
 def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
@@ -435,6 +481,7 @@ def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
         "context": context,
         "deps": dict(setup.deps or {}),
         "tools": list(setup.tools if setup.tools is not None else DEFAULT_TOOLS),
+        "case": {"id": case.id, "title": case.title},  # informative: for the implementation's logs
     }
 
 
@@ -536,8 +583,9 @@ async def execute_case(
     observed = world.observed
     differences: list[Difference] = []
     if status is CaseStatus.PASSED:
-        differences = list(observed.differences)
-        differences += [Difference(path="world", message=v) for v in observed.violations]
+        # root causes first: what the kit refused explains the step results and observations after it
+        differences = list(observed.violations)
+        differences += observed.differences
         starts = [*observed.instance_starts, len(observed.events)]
         for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
             differences += check_envelope(observed.events[begin:end], observed.session_id)

@@ -114,13 +114,23 @@ class DepsSpec(_Msg):
     (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
 
 
+class CaseLabel(_Msg):
+    """The conformance case a session serves: informative, so the implementation's logs can name it."""
+
+    id: Annotated[str, Field(min_length=1)]
+    title: str | None = None
+
+
 class CreateParams(_Msg):
+    """``case`` (optional) names the conformance case; an implementation may log it and must not act on it."""
+
     handle: str
     agent: AgentSnapshot
     context: SessionContext
     deps: DepsSpec = Field(default_factory=DepsSpec)
     tools: tuple[ToolSpec, ...] = ()
     session_id: str | None = None
+    case: CaseLabel | None = None
 
 
 class ResumeParams(CreateParams):
