@@ -44,15 +44,15 @@ from relavium_conformance._wire.jsonrpc import (
     ProtocolMismatch,
     RpcError,
 )
+from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.messages import ImplementationInfo as HelloImplementation
 from relavium_conformance._wire.protocol import (
     INVALID_INPUT,
     SESSION_STATE_ERROR,
     UNSUPPORTED_OPERATION,
     Callback,
-    HelloResult,
     OperationError,
 )
-from relavium_conformance._wire.protocol import ImplementationInfo as HelloImplementation
 
 __all__ = [
     "BROKEN_IMPLEMENTATIONS",

@@ -8,9 +8,9 @@ top-level folders of the repository.  One function serves both, preferring the i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["DataMissingError", "data_root", "fixtures_dir", "schemas_dir"]
+__all__ = ["DataMissingError", "data_root", "fixtures_dir", "parse_yaml", "read_yaml", "schemas_dir"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -35,3 +35,28 @@ def fixtures_dir() -> Path:
 
 def schemas_dir() -> Path:
     return data_root("schemas")
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text with the kit's one parser: ruamel's pure-Python safe loader, always.
+
+    (Without ``pure=True`` ruamel switches to its C extension when installed, which reads some of our
+    fixtures differently.)  Raises whatever the parser raises; :func:`read_yaml` wraps it for files.
+    """
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def read_yaml(path: Path, what: str = "file") -> Any:
+    """Read a YAML file of the kit's, or raise a usage error naming the file (never a traceback)."""
+    from relavium_conformance._errors import KitUsageError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KitUsageError(f"{path}: the {what} cannot be read ({type(exc).__name__})") from None
+    try:
+        return parse_yaml(text)
+    except Exception as exc:
+        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None

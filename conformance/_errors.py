@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from relavium_reference import RelaviumError
 
-__all__ = ["AdapterError", "KitError", "KitUsageError"]
+__all__ = ["AdapterError", "KitError", "KitShapeError", "KitUsageError"]
 
 
 class KitError(RelaviumError):
@@ -26,3 +26,12 @@ class AdapterError(KitError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class KitShapeError(KitError):
+    """A value does not have the shape the kit expects; ``location`` names the field, never the value."""
+
+    def __init__(self, message: str, *, location: str = "") -> None:
+        super().__init__(f"{location}: {message}" if location else message)
+        self.message = message
+        self.location = location

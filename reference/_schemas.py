@@ -19,8 +19,10 @@ from relavium_reference._host.session import TurnResult
 from relavium_reference._model.commands import UserCommandOutcome
 from relavium_reference._model.events import SessionEvent
 from relavium_reference._model.llm import LlmRequest, StreamChunk
+from relavium_reference._model.records import CompletedTurn, CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
+from relavium_reference._rules.resume import SessionResumeState
 
 __all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "write_schemas"]
 
@@ -41,6 +43,9 @@ _SOURCES: dict[str, tuple[Any, str]] = {
     "provider-script.schema.json": (ProviderScript, "A ScriptedProvider script."),
     "turn-result.schema.json": (TurnResult, "What sendMessage returns."),
     "user-command-outcome.schema.json": (UserCommandOutcome, "What runUserCommand returns."),
+    "session-resume-state.schema.json": (SessionResumeState, "What a resumed session starts from."),
+    "cost-entry.schema.json": (CostEntry, "Money and tokens one model spent."),
+    "completed-turn.schema.json": (CompletedTurn, "One completed exchange, committed all or nothing."),
 }
 
 def _message_schemas() -> dict[str, dict[str, Any]]:

@@ -30,15 +30,21 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
-from ruamel.yaml import YAML
+from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from relavium_conformance._corpus.catalogue import CAPABILITIES
-from relavium_conformance._data import fixtures_dir
+from relavium_conformance._corpus.vectors import VectorCase, load_vector_cases
+from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._run.vectors import VectorCase, load_vector_cases
-from relavium_reference._model.llm import StreamChunk
-from relavium_reference._model.shapes import StrictModel, parse_strict
+from relavium_conformance._wire.model import (
+    SCHEMA_DIALECT,
+    SCHEMA_ID_BASE,
+    KitStrict,
+    checked,
+    kit_parse,
+    ref,
+)
+from relavium_conformance._wire.protocol import CASE_OPERATIONS
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -68,10 +74,22 @@ __all__ = [
 CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
 KNOWN_CAPABILITIES = frozenset(CAPABILITIES)  # the catalogue's vocabulary
 
-OpName = Literal["start", "send", "abort", "cancel", "setTurnPolicy", "runUserCommand", "resume", "export"]
+
+def _known_op(name: str) -> str:
+    if name not in CASE_OPERATIONS:
+        raise ValueError(f"unknown operation {name!r} (known: {', '.join(CASE_OPERATIONS)})")
+    return name
 
 
-class OpStep(StrictModel):
+OpName = Annotated[
+    str,
+    AfterValidator(_known_op),
+    WithJsonSchema({"type": "string", "enum": list(CASE_OPERATIONS)}),
+]
+"""A case-format operation: one of the method table's ``case_op`` names."""
+
+
+class OpStep(KitStrict):
     """One operation, with what its result (or its refusal) must look like."""
 
     op: OpName
@@ -111,22 +129,25 @@ def as_ops(value: DoAction) -> list[OpStep]:
 DoAction = OpStep | OpName | Annotated[tuple[OpStep | OpName, ...], Field(min_length=2)]
 
 
-class DoStep(StrictModel):
+class DoStep(KitStrict):
     """Before answering this callback, perform an operation (e.g. abort)."""
 
     do: DoAction
 
 
-class HoldStep(StrictModel):
+class HoldStep(KitStrict):
     """Never answer this callback: the implementation must finish without it."""
 
     hold: Literal[True]
 
 
-ProviderStep = Annotated[StreamChunk, Field()] | DoStep | HoldStep
+StreamChunkJson = Annotated[dict[str, Any], checked("stream-chunk"), ref("stream-chunk")]
+"""A scripted chunk: JSON the kit checks against the shipped ``stream-chunk`` schema."""
+
+ProviderStep = Annotated[DoStep | HoldStep | StreamChunkJson, Field(union_mode="left_to_right")]
 
 
-class ToolAnswer(StrictModel):
+class ToolAnswer(KitStrict):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     text: str = ""
@@ -135,13 +156,13 @@ class ToolAnswer(StrictModel):
     hold: bool = False
 
 
-class ApprovalStep(StrictModel):
+class ApprovalStep(KitStrict):
     approve: bool = False
     do: DoAction | None = None
     hold: bool = False
 
 
-class EventHook(StrictModel):
+class EventHook(KitStrict):
     """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it; with
     ``fail``, answer the delivery with an error instead (a host sink that throws, KD-EVT-5)."""
 
@@ -157,7 +178,7 @@ class EventHook(StrictModel):
         return self
 
 
-class History(StrictModel):
+class History(KitStrict):
     """Durable rows the kit's host already holds when the case begins (e.g. a legacy transcript).
 
     ``messages`` are SessionMessage wire objects; ``id``, ``sessionId``, ``sequenceNumber`` and
@@ -169,14 +190,14 @@ class History(StrictModel):
     messages: tuple[dict[str, Any], ...] = ()
 
 
-class PersistAnswer(StrictModel):
+class PersistAnswer(KitStrict):
     """How the kit's host answers one ``host.commitTurn`` (in order; default: commit)."""
 
     fail: bool = False
     do: DoAction | None = None  # an operation the kit performs before answering (e.g. cancel mid-commit)
 
 
-class Setup(StrictModel):
+class Setup(KitStrict):
     agent: dict[str, Any] | None = None
     context: dict[str, Any] | None = None
     deps: dict[str, Any] | None = None
@@ -185,7 +206,7 @@ class Setup(StrictModel):
     history: History | None = None
 
 
-class CaseExpect(StrictModel):
+class CaseExpect(KitStrict):
     """Normative assertions on the whole case (see ``_matching`` for the matching rules)."""
 
     session_events: tuple[str, ...] | None = None
@@ -203,7 +224,7 @@ class CaseExpect(StrictModel):
     exports: tuple[dict[str, Any], ...] | None = None
 
 
-class Case(StrictModel):
+class Case(KitStrict):
     id: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
     title: Annotated[str, Field(min_length=1)]
     clauses: Annotated[
@@ -240,18 +261,12 @@ def snapshot_path(case: Case) -> Path:
     return transcripts_dir() / f"{case.id}.snapshot.json"
 
 
-_YAML = YAML(typ="safe")
-
-
 def load_case(path: Path) -> Case:
-    try:
-        data = _YAML.load(path.read_text(encoding="utf-8"))
-    except Exception as exc:
-        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
+    data = read_yaml(path, "case")
     if not isinstance(data, dict):
         raise KitUsageError(f"{path}: a case must be a mapping")
     try:
-        case = parse_strict(Case, {**data, "source": str(path)})
+        case = kit_parse(Case, {**data, "source": str(path)})
     except Exception as exc:
         raise KitUsageError(f"{path}: {exc}") from None
     expected_id = path.relative_to(transcripts_dir()).with_suffix("").as_posix()
@@ -308,12 +323,10 @@ def transcript_schema() -> dict[str, Any]:
     """The JSON Schema of a golden transcript file (``schemas/transcript.schema.json``)."""
     from pydantic import TypeAdapter
 
-    from relavium_reference._schemas import SCHEMA_DIALECT
-
     schema = TypeAdapter(Case).json_schema(by_alias=True)
     return {
         "$schema": SCHEMA_DIALECT,
-        "$id": "https://relavium.dev/conformance/schemas/transcript.schema.json",
+        "$id": f"{SCHEMA_ID_BASE}transcript.schema.json",
         "description": "A golden transcript: one conformance case (docs/transcripts.md).",
         **schema,
     }

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from relavium_conformance._errors import KitShapeError
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
-from relavium_conformance._wire.protocol import (
-    INVALID_INPUT,
-    PURE_METHODS,
-    SESSION_STATE_ERROR,
-    Callback,
+from relavium_conformance._wire.messages import (
     CreateParams,
+    Empty,
     ExportParams,
     HandleParams,
+    HelloParams,
     HelloResult,
     HostLoadSessionResult,
     ImplementationInfo,
@@ -40,6 +39,13 @@ from relavium_conformance._wire.protocol import (
     StoredRowColumnsParams,
     ToolSpec,
     WorkflowIdParams,
+)
+from relavium_conformance._wire.model import kit_parse
+from relavium_conformance._wire.protocol import (
+    INVALID_INPUT,
+    OPERATIONS,
+    SESSION_STATE_ERROR,
+    Callback,
 )
 from relavium_reference import (
     AgentSession,
@@ -59,9 +65,14 @@ from relavium_reference import (
 )
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
-from relavium_reference._model.messages import AgentSessionRecord, SessionMessage, parse_session_message
+from relavium_reference._model.messages import (
+    AgentSessionRecord,
+    SessionMessage,
+    parse_agent_session_record,
+    parse_session_message,
+)
 from relavium_reference._model.records import CompletedTurn, CostEntry
-from relavium_reference._model.shapes import parse_strict
+from relavium_reference._model.shapes import AgentSnapshot, SessionContext, parse_strict
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
 from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
@@ -84,6 +95,15 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "e
 _CHUNK = TypeAdapter(StreamChunk)
 
 SessionFactory = type[AgentSession]
+
+
+def _persisted(
+    params: PureSessionParams | HostLoadSessionResult,
+) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
+    """The engine's reading of a persisted session carried as JSON: its record and its rows."""
+    return parse_agent_session_record(params.record), tuple(
+        parse_session_message(row) for row in params.messages
+    )
 
 
 def export_workflow(
@@ -171,8 +191,8 @@ class _KitPersister:
 
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         answer = await self._callback("host.loadSession", {"handle": self._handle, "sessionId": session_id})
-        loaded = parse_strict(HostLoadSessionResult, answer)
-        return loaded.record, loaded.messages
+        loaded = kit_parse(HostLoadSessionResult, answer)
+        return _persisted(loaded)
 
 
 class _KitProvider:
@@ -244,66 +264,80 @@ class ReferenceImplementation:
             ) from None
 
     async def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "hello":
-            return self.hello_result().to_wire()
-        if method == "bye":
-            return None
-        if method == "session.create":
-            return self._create(parse_strict(CreateParams, params))
-        if method == "session.resume":
-            return self._resume(parse_strict(ResumeParams, params))
-        if method == "session.export":
-            export = parse_strict(ExportParams, params)
-            return (await self._session(params).export(export.workflow_path)).to_wire()
-        if method == "session.start":
-            await self._session(params).start()
-            return {}
-        if method == "session.send":
-            send = parse_strict(SendParams, params)
-            result = await self._session(params).send_message(send.text)
-            return result.to_wire()
-        if method == "session.abort":
-            self._session(params).abort()
-            return {}
-        if method == "session.cancel":
-            await self._session(params).cancel()
-            return {}
-        if method == "session.setTurnPolicy":
-            policy = parse_strict(SetTurnPolicyParams, params)
-            self._session(params).set_turn_policy(self._policy(policy.handle, policy.policy))
-            return {}
-        if method == "session.runUserCommand":
-            command = parse_strict(RunUserCommandParams, params)
-            outcome = await self._session(params).run_user_command(command.command, list(command.args))
-            return outcome.to_wire()
-        if method in PURE_METHODS:
-            return self._pure_call(method, params)
-        raise RpcError(-32601, f"method not found: {method}")
+        """One lookup in the method table: parse the params once, then call the row's handler."""
+        row = OPERATIONS.get(method)
+        if row is None or row.serve is None:
+            raise RpcError(-32601, f"method not found: {method}")
+        try:
+            parsed = kit_parse(row.params, params)
+        except KitShapeError as exc:
+            raise InvalidInputError(exc.message, location=exc.location) from None
+        handler: Callable[[Any], Awaitable[Any]] = getattr(self, row.serve)
+        return await handler(parsed)
 
-    def _pure_call(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "pure.workflowId":
-            ask = parse_strict(WorkflowIdParams, params)
-            return {"workflowId": self._pure.workflow_id(ask.title, ask.session_id)}
-        if method == "pure.reconstructSessionState":
-            session = parse_strict(PureSessionParams, params)
-            return self._pure.reconstruct_session_state(session.record, session.messages).to_wire()
-        if method == "pure.exportWorkflow":
-            session = parse_strict(PureSessionParams, params)
-            document, text = self._pure.export_workflow(session.record, session.messages)
-            return {"document": document, "yaml": text}
-        if method == "pure.storedRowColumns":
-            to_store = parse_strict(StoredRowColumnsParams, params)
-            return self._pure.stored_row_columns(to_store.message, to_store.finish_reason)
-        if method == "pure.readStoredRow":
-            row = parse_strict(ReadStoredRowParams, params).row
-            try:
-                return {"message": self._pure.read_stored_row(row.model_dump()).to_wire()}
-            except StoreError as refusal:
-                return {"error": refusal.code}
-        raise RpcError(-32601, f"method not found: {method}")
+    # -- operations (handlers named by the method table) ------------------------------------------
 
-    def _session(self, params: dict[str, Any]) -> AgentSession:
-        handle = parse_strict(HandleParams, {"handle": params.get("handle")}).handle
+    async def on_hello(self, params: HelloParams) -> Any:
+        return self.hello_result().to_wire()
+
+    async def on_bye(self, params: Empty) -> None:
+        return None
+
+    async def on_session_create(self, params: CreateParams) -> Any:
+        return self._create(params)
+
+    async def on_session_resume(self, params: ResumeParams) -> Any:
+        return self._resume(params)
+
+    async def on_session_export(self, params: ExportParams) -> Any:
+        return (await self._session(params.handle).export(params.workflow_path)).to_wire()
+
+    async def on_session_start(self, params: HandleParams) -> Any:
+        await self._session(params.handle).start()
+        return {}
+
+    async def on_session_send(self, params: SendParams) -> Any:
+        return (await self._session(params.handle).send_message(params.text)).to_wire()
+
+    async def on_session_abort(self, params: HandleParams) -> Any:
+        self._session(params.handle).abort()
+        return {}
+
+    async def on_session_cancel(self, params: HandleParams) -> Any:
+        await self._session(params.handle).cancel()
+        return {}
+
+    async def on_session_set_turn_policy(self, params: SetTurnPolicyParams) -> Any:
+        self._session(params.handle).set_turn_policy(self._policy(params.handle, params.policy))
+        return {}
+
+    async def on_session_run_user_command(self, params: RunUserCommandParams) -> Any:
+        session = self._session(params.handle)
+        return (await session.run_user_command(params.command, list(params.args))).to_wire()
+
+    # -- pure functions: no session, an answer from the params alone ------------------------------
+
+    async def on_pure_workflow_id(self, params: WorkflowIdParams) -> Any:
+        return {"workflowId": self._pure.workflow_id(params.title, params.session_id)}
+
+    async def on_pure_reconstruct_session_state(self, params: PureSessionParams) -> Any:
+        record, messages = _persisted(params)
+        return self._pure.reconstruct_session_state(record, messages).to_wire()
+
+    async def on_pure_export_workflow(self, params: PureSessionParams) -> Any:
+        document, text = self._pure.export_workflow(*_persisted(params))
+        return {"document": document, "yaml": text}
+
+    async def on_pure_stored_row_columns(self, params: StoredRowColumnsParams) -> Any:
+        return self._pure.stored_row_columns(parse_session_message(params.message), params.finish_reason)
+
+    async def on_pure_read_stored_row(self, params: ReadStoredRowParams) -> Any:
+        try:
+            return {"message": self._pure.read_stored_row(params.row.model_dump()).to_wire()}
+        except StoreError as refusal:
+            return {"error": refusal.code}
+
+    def _session(self, handle: str) -> AgentSession:
         try:
             return self._sessions[handle]
         except KeyError:
@@ -311,8 +345,8 @@ class ReferenceImplementation:
 
     def _create(self, params: CreateParams) -> dict[str, Any]:
         session = self._factory(
-            agent=params.agent,
-            context=params.context,
+            agent=parse_strict(AgentSnapshot, params.agent),
+            context=parse_strict(SessionContext, params.context),
             deps=self._deps(params),
             session_id=params.session_id or f"session-{next(self._ids)}",
         )
@@ -320,15 +354,22 @@ class ReferenceImplementation:
         return {"sessionId": session.session_id}
 
     def _resume(self, params: ResumeParams) -> dict[str, Any]:
+        agent = parse_strict(AgentSnapshot, params.agent)
+        context = parse_strict(SessionContext, params.context)
+        record = parse_agent_session_record(params.record)
         messages = tuple(parse_session_message(row) for row in params.messages)
-        state = params.state or self._pure.reconstruct_session_state(params.record, messages)
+        state = (
+            parse_strict(SessionResumeState, params.state)
+            if params.state is not None
+            else self._pure.reconstruct_session_state(record, messages)
+        )
         session = self._factory.resume(
-            agent=params.agent,
-            context=params.context,
+            agent=agent,
+            context=context,
             deps=self._deps(params),
             state=state,
-            session_id=params.record.id,
-            agent_ref=params.record.agent_slug,
+            session_id=record.id,
+            agent_ref=record.agent_slug,
         )
         self._sessions[params.handle] = session
         return {"sessionId": session.session_id}

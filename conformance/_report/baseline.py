@@ -37,7 +37,7 @@ from relavium_conformance._report.results import (
     StaleEntry,
     StaleWhy,
 )
-from relavium_reference._model.shapes import StrictModel
+from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
     "Baseline",
@@ -50,13 +50,13 @@ __all__ = [
 ]
 
 
-class KnownFailure(StrictModel):
+class KnownFailure(KitStrict):
     case: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
     reason: Annotated[str, Field(min_length=1)]
     clauses: tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...] = ()
 
 
-class Baseline(StrictModel):
+class Baseline(KitStrict):
     implementation: Annotated[str, Field(min_length=1)] | None = None
     known_failures: tuple[KnownFailure, ...]
 

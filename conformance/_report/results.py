@@ -23,7 +23,7 @@ from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_val
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
-from relavium_reference._model.shapes import StrictModel
+from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -99,7 +99,7 @@ class DifferenceForm(StrEnum):
     NOTE = "note"  # a fact with no value to compare (a refused message, a protocol rule broken)
 
 
-class Difference(StrictModel):
+class Difference(KitStrict):
     """One expected observation that was not met.  ``path`` locates it in the observations.
 
     ``expected`` and ``actual`` are whole JSON values (never cut: a report shortens them for display,
@@ -130,7 +130,7 @@ class Difference(StrictModel):
 ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
 
 
-class CaseResult(StrictModel):
+class CaseResult(KitStrict):
     """The outcome of one conformance case.
 
     ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
@@ -230,7 +230,7 @@ _CHECKED_STATUSES = frozenset({"testable", "kit-defined"})
 _UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
 
 
-class ClauseResult(StrictModel):
+class ClauseResult(KitStrict):
     id: ClauseId
     status: ClauseStatus
     cases: tuple[str, ...] = ()
@@ -288,7 +288,7 @@ def _clause_status(statuses: Iterable[CaseStatus]) -> ClauseStatus:
 # --- the run -----------------------------------------------------------------------------------------
 
 
-class KitInfo(StrictModel):
+class KitInfo(KitStrict):
     name: str = "relavium-conformance"
     version: str
 
@@ -302,7 +302,7 @@ class KitInfo(StrictModel):
         return cls(version=version)
 
 
-class ImplementationInfo(StrictModel):
+class ImplementationInfo(KitStrict):
     """Who was tested: as declared by the adapter (the stdio ``hello`` or the in-process adapter)."""
 
     name: Annotated[str, Field(min_length=1)]
@@ -312,14 +312,14 @@ class ImplementationInfo(StrictModel):
     adapter: str  # the transport, e.g. "in-process" or "stdio"
 
 
-class CorpusInfo(StrictModel):
+class CorpusInfo(KitStrict):
     """Which corpus ran: the version it ships with and a hash of its files (``sha256:`` and hex)."""
 
     version: str
     content_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
 
-class RunContext(StrictModel):
+class RunContext(KitStrict):
     """What was run, so two results can be compared: the spec revision (a hash of the catalogue's clause
     ids, statuses and sentence fingerprints), the corpus, the selection patterns, the protocol version
     and the ``--adapter`` argument."""
@@ -331,7 +331,7 @@ class RunContext(StrictModel):
     protocol_version: str
 
 
-class Summary(StrictModel):
+class Summary(KitStrict):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
     errored: Annotated[int, Field(ge=0)]
@@ -355,12 +355,12 @@ class StaleWhy(StrEnum):
     MISSING = "missing"  # the kit has no case with the listed id
 
 
-class StaleEntry(StrictModel):
+class StaleEntry(KitStrict):
     case: str
     why: StaleWhy
 
 
-class BaselineComparison(StrictModel):
+class BaselineComparison(KitStrict):
     """How a run compares with a baseline of known failures (see ``_baseline.compare``).
 
     ``not_run`` lists baseline entries whose case exists but was not selected, or was unsupported, in this
@@ -378,7 +378,7 @@ class BaselineComparison(StrictModel):
         return not self.new_failures and not self.stale_entries
 
 
-class RunResult(StrictModel):
+class RunResult(KitStrict):
     """One run of the kit against one implementation."""
 
     results_version: Literal[1] = 1

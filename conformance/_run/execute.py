@@ -16,12 +16,12 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from jsonschema.exceptions import best_match
 from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.cases import (
@@ -33,15 +33,27 @@ from relavium_conformance._corpus.cases import (
     as_ops,
     snapshot_path,
 )
-from relavium_conformance._errors import AdapterError
+from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.matching import check_envelope, jsonable, match, normalise
+from relavium_conformance._run.turns import turn_problem, turn_rows
 from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.protocol import HelloResult, OperationError
-from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._model.llm import LlmError
-from relavium_reference._model.records import CompletedTurn, parse_completed_turn
+from relavium_conformance._wire.messages import (
+    HelloResult,
+    HostCommitTurnParams,
+    HostConfirmParams,
+    HostCreateSessionParams,
+    HostEmitParams,
+    HostLoadSessionParams,
+    HostRecordCostParams,
+    HostSleepParams,
+    ProviderNextParams,
+    ProviderOpenParams,
+    ToolCallParams,
+)
+from relavium_conformance._wire.model import kit_parse, shape_validator
+from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
 __all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
 
@@ -57,16 +69,6 @@ DEFAULT_AGENT: dict[str, Any] = {
 }
 DEFAULT_TOOLS: tuple[dict[str, Any], ...] = ({"name": "echo", "description": "Echo the input."},)
 
-_OP_METHOD = {
-    "start": "session.start",
-    "send": "session.send",
-    "abort": "session.abort",
-    "cancel": "session.cancel",
-    "setTurnPolicy": "session.setTurnPolicy",
-    "runUserCommand": "session.runUserCommand",
-    "resume": "session.resume",
-    "export": "session.export",
-}
 HISTORY_SESSION_ID = "session-from-history"
 
 
@@ -153,48 +155,55 @@ class CaseWorld:
             del self._active[key]
 
     async def _answer(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "provider.open":
-            return self._provider_open(params)
-        if method == "provider.next":
-            return await self._provider_next(params)
-        if method == "tool.call":
-            return await self._tool_call(params)
-        if method == "host.confirm":
-            return await self._confirm(params)
-        if method == "host.emit":
-            return await self._emit(params)
-        if method == "host.sleep":
-            self.observed.sleeps.append(float(params.get("seconds", 0)))
-            return {}
-        if method == "host.createSession":
-            self.observed.record = params.get("record")
-            return {}
-        if method == "host.commitTurn":
-            return await self._commit(params)
-        if method == "host.loadSession":
-            return {"record": self.record_for_resume(self.create_params), "messages": self.observed.rows}
-        if method == "host.recordCost":
-            self.observed.costs.append(params.get("cost") or {})
-            return {}
-        raise RpcError(-32601, f"method not found: {method}")
-
-    async def _commit(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Play the host's atomic commit: check the turn's shape, then append all its rows or none."""
-        turn = params.get("turn")
+        """One lookup in the method table: parse the params once, then the row's world handler."""
+        row = CALLBACKS.get(method)
+        if row is None or row.answer is None:
+            raise RpcError(-32601, f"method not found: {method}")
         try:
-            parsed = parse_completed_turn(turn)
-        except InvalidInputError as exc:
-            self.observed.violations.append(_refused_turn(len(self.observed.commits), params, exc))
-            raise RpcError(-32602, "the turn is not one whole exchange") from None
+            parsed = kit_parse(row.params, params)
+        except KitShapeError as exc:
+            self.observed.violations.append(
+                Difference(
+                    path=method, message=f"{method} carried malformed params: {exc}", actual=jsonable(params)
+                )
+            )
+            raise RpcError(-32602, f"invalid params: {exc.location or exc.message}") from None
+        handler: Callable[[Any], Awaitable[Any]] = getattr(self, row.answer)
+        return await handler(parsed)
+
+    # -- the world's handlers (named by the method table) ---------------------------------------
+
+    async def on_host_sleep(self, params: HostSleepParams) -> dict[str, Any]:
+        self.observed.sleeps.append(float(params.seconds))
+        return {}
+
+    async def on_host_create_session(self, params: HostCreateSessionParams) -> dict[str, Any]:
+        self.observed.record = params.record
+        return {}
+
+    async def on_host_load_session(self, params: HostLoadSessionParams) -> dict[str, Any]:
+        return {"record": self.record_for_resume(self.create_params), "messages": self.observed.rows}
+
+    async def on_host_record_cost(self, params: HostRecordCostParams) -> dict[str, Any]:
+        self.observed.costs.append(params.cost or {})
+        return {}
+
+    async def on_host_commit_turn(self, params: HostCommitTurnParams) -> dict[str, Any]:
+        """Play the host's atomic commit: check the turn's shape, then append all its rows or none."""
+        turn = params.turn
+        problem = turn_problem(turn)
+        if problem is not None:
+            self.observed.violations.append(_refused_turn(len(self.observed.commits), turn, problem))
+            raise RpcError(-32602, "the turn is not one whole exchange")
         answer = next(self._persist, None)
-        self.observed.commits.append(parsed.to_wire())
+        self.observed.commits.append(turn)
         if answer is not None and answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer is not None and answer.fail:
             raise RpcError(-32000, "kit: the commit failed (scripted)")
-        session_id = str(params.get("sessionId"))
-        for draft in parsed.rows:
-            self._append_row({**draft.to_wire(), "sessionId": session_id})
+        session_id = params.session_id
+        for row in turn_rows(turn):
+            self._append_row({**row, "sessionId": session_id})
         return {}
 
     def _append_row(self, row: dict[str, Any]) -> None:
@@ -242,14 +251,10 @@ class CaseWorld:
         overrides = self.case.setup.history.record if self.case.setup.history else None
         return {**base, **(overrides or {})}
 
-    def _provider_open(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_provider_open(self, params: ProviderOpenParams) -> dict[str, Any]:
         self._opened += 1
         self.observed.provider_requests.append(
-            {
-                "provider": params.get("provider"),
-                "model": params.get("model"),
-                "request": params.get("request"),
-            }
+            {"provider": params.provider, "model": params.model, "request": params.request}
         )
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
@@ -266,8 +271,8 @@ class CaseWorld:
         self._streams[stream] = iter(steps)
         return {"stream": stream}
 
-    async def _provider_next(self, params: dict[str, Any]) -> dict[str, Any]:
-        steps = self._streams.get(str(params.get("stream")))
+    async def on_provider_next(self, params: ProviderNextParams) -> dict[str, Any]:
+        steps = self._streams.get(params.stream)
         if steps is None:
             raise RpcError(-32602, "unknown stream")
         for step in steps:
@@ -276,29 +281,27 @@ class CaseWorld:
                 continue
             if isinstance(step, HoldStep):
                 await self._hold()
-            return {"chunk": step.to_wire()}
+            return {"chunk": step}
         self.observed.violations.append(
-            Difference(path=f"provider.next({params.get('stream')})", message="pulled past its scripted end")
+            Difference(path=f"provider.next({params.stream})", message="pulled past its scripted end")
         )
-        error = LlmError(kind="unknown", message="kit: the script has no further chunk")
-        return {"chunk": {"type": "error", "error": error.to_wire()}}
+        error = {"kind": "unknown", "message": "kit: the script has no further chunk"}
+        return {"chunk": {"type": "error", "error": error}}
 
-    async def _tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.observed.tool_calls.append(
-            {"name": params.get("name"), "args": params.get("args"), "callId": params.get("callId")}
-        )
+    async def on_tool_call(self, params: ToolCallParams) -> dict[str, Any]:
+        self.observed.tool_calls.append({"name": params.name, "args": params.args, "callId": params.call_id})
         answer = next(self._tools, None)
         if answer is None:
-            return {"text": f"result of {params.get('name')}", "isError": False}
+            return {"text": f"result of {params.name}", "isError": False}
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
             await self._hold()
         return {"text": answer.text, "isError": answer.is_error}
 
-    async def _confirm(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_host_confirm(self, params: HostConfirmParams) -> dict[str, Any]:
         self.observed.confirms.append(
-            {"toolId": params.get("toolId"), "action": params.get("action"), "preview": params.get("preview")}
+            {"toolId": params.tool_id, "action": params.action, "preview": dict(params.preview)}
         )
         answer = next(self._approvals, None)
         if answer is None:
@@ -310,10 +313,8 @@ class CaseWorld:
             await self._hold()
         return {"approved": step.approve}
 
-    async def _emit(self, params: dict[str, Any]) -> dict[str, Any]:
-        event = params.get("event")
-        if not isinstance(event, dict):
-            raise RpcError(-32602, "host.emit needs an event object")
+    async def on_host_emit(self, params: HostEmitParams) -> dict[str, Any]:
+        event = params.event
         self.observed.events.append(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
@@ -399,7 +400,7 @@ class CaseWorld:
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
         try:
-            result = await self.adapter.call(_OP_METHOD[op.op], params, timeout=self.timeout)
+            result = await self.adapter.call(CASE_OPERATIONS[op.op].name, params, timeout=self.timeout)
         except OperationError as error:
             record["error"] = error.to_observation()
             if op.expect_error is None:
@@ -425,49 +426,49 @@ class CaseWorld:
             self.observed.differences.extend(match(op.expect, result, where + ".result"))
 
 
-_FIELD_WORDS = {"extra_forbidden": "unknown field", "missing": "required field missing"}
+_FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
 
 
-def _turn_problems(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
-    """Each field of ``turn`` the strict turn shape refuses, as (path, words), unknown fields first.
-
-    The engine's refusal is fixed and names only the parent (it never echoes input); the kit's report may
-    name the implementation's own field, so it asks the shape for every error.
-    """
-    try:
-        CompletedTurn.model_validate(turn)
-    except ValidationError as error:
-        found = sorted(
-            (
-                item["type"] != "extra_forbidden",
-                _dotted(item["loc"]),
-                _FIELD_WORDS.get(item["type"], item["msg"]),
-            )
-            for item in error.errors()
-        )
-        return [(path, words) for _rank, path, words in found[:limit]]
-    return []
+def _dotted(parts: Iterable[Any]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+def _turn_fields(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
+    """Each field of ``turn`` the ``completed-turn`` schema refuses, as (path, words); unknown ones first."""
+    found: list[tuple[bool, str, str]] = []
+    for error in shape_validator("completed-turn").iter_errors(turn):
+        deepest = best_match([error]) or error
+        where = list(deepest.absolute_path)
+        instance, words = deepest.instance, _FIELD_WORDS.get(str(deepest.validator))
+        if deepest.validator == "additionalProperties" and isinstance(instance, dict):
+            known = set(deepest.schema.get("properties", {}))
+            found += [
+                (False, _dotted([*where, key]), "unknown field") for key in instance if key not in known
+            ]
+        elif deepest.validator == "required" and isinstance(instance, dict):
+            found += [
+                (True, _dotted([*where, key]), "required field missing")
+                for key in deepest.validator_value
+                if key not in instance
+            ]
+        else:
+            found.append((True, _dotted(where), words or f"breaks the schema ({deepest.validator})"))
+    return [(path, words) for _rank, path, words in sorted(found)[:limit]]
 
 
-def _refused_turn(index: int, params: dict[str, Any], exc: InvalidInputError) -> Difference:
+def _refused_turn(index: int, turn: Any, problem: str) -> Difference:
     """The kit refused the turn of a ``host.commitTurn``: name the offending fields, first of all."""
+    fields = _turn_fields(turn)
     where = f"commits[{index}]"
-    problems = _turn_problems(params.get("turn"))
-    if problems:
-        field_path = where + problems[0][0]
-        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in problems)
+    if fields:
+        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in fields)
+        where += fields[0][0]
     else:
-        field_path = f"{where}.{exc.location}" if exc.location else where
-        details = exc.message
+        details = problem  # a whole-exchange rule, not a field: the rule's own words
     return Difference(
-        path=field_path,
+        path=where,
         message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
-        actual=jsonable(params.get("turn")),
-        form=DifferenceForm.VALUE,
+        actual=jsonable(turn),
     )
 
 

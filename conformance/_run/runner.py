@@ -30,7 +30,7 @@ from relavium_conformance._run.execute import CaseWorld, Observation, execute_ca
 from relavium_conformance._run.vectors import execute_vector_case
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.protocol import HelloResult
+from relavium_conformance._wire.messages import HelloResult
 
 __all__ = ["RunOutcome", "run_cases", "run_cases_sync"]
 

@@ -1,4 +1,4 @@
-"""Vector suites: the pure functions' language-neutral vectors, run as conformance cases.
+"""Running the vector suites: the pure functions' language-neutral vectors, as conformance cases.
 
 Every file under ``fixtures/vectors/<suite>/`` is one case, id ``vectors/<suite>/<file stem>``, run
 beside the golden transcripts through the same adapter.  A suite names the operation it calls and the
@@ -14,10 +14,7 @@ stored-columns  ``pure.storedRowColumns``         persistence  a list of vectors
 stored-rows     ``pure.readStoredRow``            persistence  a list of vectors
 ==============  ================================  ===========  =========================================
 
-The list files stay plain lists (their engine tests read them so); their titles and clauses come from
-``fixtures/vectors/suites.yaml``, one entry per file.  Loading is strict: an unknown key, a vector whose
-input the engine's own models refuse, a list file with no entry (or an entry with no file) and a suite
-with no vector are all usage errors.
+The formats and their strict loading are :mod:`relavium_conformance._corpus.vectors`.
 
 A vector case passes when every vector in it matches; each difference's path starts with the vector's
 name.  What is checked beyond the expected value:
@@ -38,323 +35,41 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator
-from ruamel.yaml import YAML
+from pydantic import TypeAdapter, ValidationError
 
-from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
-from relavium_conformance._data import fixtures_dir
-from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._corpus.checks import epoch_ms, resume_state_problem
+from relavium_conformance._corpus.vectors import (
+    SUITES,
+    ExportVector,
+    ReconstructVector,
+    StoredColumnsVector,
+    StoredRowVector,
+    Vector,
+    VectorCase,
+    WorkflowIdVector,
+)
+from relavium_conformance._data import parse_yaml
+from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._run.matching import jsonable, match, text_difference
-from relavium_conformance._wire.protocol import (
+from relavium_conformance._wire.messages import (
     ExportWorkflowResult,
     HelloResult,
-    OperationError,
     ReadStoredRowResult,
-    StoredMessageRow,
     StoredRowColumns,
-    StoredRowError,
 )
+from relavium_conformance._wire.model import kit_parse, shape_problem
+from relavium_conformance._wire.protocol import OperationError
 from relavium_reference import InvalidInputError
-from relavium_reference._host.store import epoch_ms, iso_from_ms
-from relavium_reference._model.messages import parse_agent_session_record, parse_session_message
-from relavium_reference._model.shapes import StrictModel, parse_strict
-from relavium_reference._model.workflow import document_to_data
-from relavium_reference._rules.resume import SessionResumeState, resume_state_problem
-from relavium_reference._rules.workflow_yaml import load_yaml
 from relavium_reference.export import parse_workflow, serialize_workflow
 
 if TYPE_CHECKING:
     from relavium_conformance._wire.adapters import Adapter
 
-__all__ = [
-    "SUITES",
-    "ExportVector",
-    "ReconstructVector",
-    "StoredColumnsVector",
-    "StoredRowVector",
-    "VectorCase",
-    "VectorSuite",
-    "WorkflowIdVector",
-    "exact_differences",
-    "execute_vector_case",
-    "load_vector_cases",
-    "vectors_dir",
-]
-
-VECTOR_AREA = "vectors"
-_STEM = r"^[a-z0-9][a-z0-9-]*$"
-_ClauseIds = Annotated[tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...], Field(min_length=1)]
-_Error = Literal["invalid_input"]
-
-
-# --- the vector formats ------------------------------------------------------------------------------
-
-
-def _check_session_input(record: Mapping[str, Any], messages: Sequence[Any]) -> None:
-    """A vector's input must be what the engine's own models accept (refusals are for whole sets)."""
-    parse_agent_session_record(dict(record))
-    for message in messages:
-        parse_session_message(message)
-
-
-class ReconstructVector(StrictModel):
-    """One reconstructSessionState vector: ``expected`` is the SessionResumeState wire form."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
-
-    id: Annotated[str, Field(pattern=r"^reconstruct/[a-z0-9][a-z0-9-]*$")]
-    title: Annotated[str, Field(min_length=1)]
-    clauses: _ClauseIds
-    kit_defined: tuple[str, ...] = Field(default=(), alias="kitDefined")
-    notes: str | None = None
-    record: dict[str, Any]
-    messages: tuple[dict[str, Any], ...]
-    expected: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.id.split("/", 1)[1]
-
-    @model_validator(mode="after")
-    def _input_is_well_formed(self) -> ReconstructVector:
-        _check_session_input(self.record, self.messages)
-        SessionResumeState.model_validate(self.expected)
-        return self
-
-
-class WorkflowIdVector(StrictModel):
-    """One workflow-id vector: the id, or ``expected_error: invalid_input`` for a refused input."""
-
-    name: Annotated[str, Field(pattern=_STEM)]
-    title: str | None
-    session_id: str
-    expected: str | None = None
-    expected_error: _Error | None = None
-    why: str | None = None
-
-    @model_validator(mode="after")
-    def _one_expectation(self) -> WorkflowIdVector:
-        if (self.expected is None) == (self.expected_error is None):
-            raise ValueError("a vector has exactly one of expected and expected_error")
-        return self
-
-
-class ExportVector(StrictModel):
-    """One export vector: the document (and maybe its exact YAML), or a refused input."""
-
-    name: Annotated[str, Field(pattern=_STEM)]
-    why: str | None = None
-    record: dict[str, Any]
-    messages: tuple[dict[str, Any], ...]
-    expected_document: dict[str, Any] | None = None
-    expected_yaml: str | None = None
-    expected_error: _Error | None = None
-    expected_parse_error: _Error | None = None
-
-    @model_validator(mode="after")
-    def _one_expectation(self) -> ExportVector:
-        if (self.expected_document is None) == (self.expected_error is None):
-            raise ValueError("a vector has exactly one of expected_document and expected_error")
-        if self.expected_error is not None and (self.expected_yaml or self.expected_parse_error):
-            raise ValueError("a refused input has no YAML expectation")
-        _check_session_input(self.record, self.messages)
-        return self
-
-
-class StoredColumnsVector(StrictModel):
-    """One storedRowColumns vector: a message (and maybe a stop reason) to the columns it is stored with.
-
-    ``finish_reason`` is sent as given (a vector may send a refused one); ``expected`` is the answer's
-    wire form, every key present.  The message's timestamp is in the store's canonical millisecond form,
-    so the row read back holds the very same message.
-    """
-
-    name: Annotated[str, Field(pattern=_STEM)]
-    why: str | None = None
-    message: dict[str, Any]
-    finish_reason: str | None = None
-    expected: dict[str, Any] | None = None
-    expected_error: _Error | None = None
-
-    @model_validator(mode="after")
-    def _one_expectation(self) -> StoredColumnsVector:
-        if (self.expected is None) == (self.expected_error is None):
-            raise ValueError("a vector has exactly one of expected and expected_error")
-        message = parse_session_message(self.message)
-        if iso_from_ms(epoch_ms(message.timestamp)) != message.timestamp:
-            raise ValueError("the message timestamp must be in the form YYYY-MM-DDTHH:MM:SS.mmmZ")
-        if self.expected is not None:
-            parse_strict(StoredRowColumns, self.expected)
-            if set(self.expected) != set(StoredRowColumns.model_json_schema(by_alias=True)["properties"]):
-                raise ValueError("expected names every column")
-        return self
-
-
-class StoredRowVector(StrictModel):
-    """One readStoredRow vector: a stored row to the message it holds, or the store's fixed error."""
-
-    name: Annotated[str, Field(pattern=_STEM)]
-    why: str | None = None
-    row: dict[str, Any]
-    expected_message: dict[str, Any] | None = None
-    expected_error: StoredRowError | None = None
-
-    @model_validator(mode="after")
-    def _one_expectation(self) -> StoredRowVector:
-        if (self.expected_message is None) == (self.expected_error is None):
-            raise ValueError("a vector has exactly one of expected_message and expected_error")
-        parse_strict(StoredMessageRow, self.row)
-        if self.expected_message is not None:
-            parse_session_message(self.expected_message)
-        return self
-
-    @property
-    def expected(self) -> dict[str, Any]:
-        if self.expected_message is not None:
-            return {"message": self.expected_message}
-        return {"error": self.expected_error}
-
-
-Vector = ReconstructVector | WorkflowIdVector | ExportVector | StoredColumnsVector | StoredRowVector
-
-
-class _FileEntry(StrictModel):
-    title: Annotated[str, Field(min_length=1)]
-    clauses: _ClauseIds
-
-
-@dataclass(frozen=True)
-class VectorSuite:
-    name: str
-    operation: str
-    capability: str
-    one_per_file: bool  # True: a file is one vector with its own title and clauses
-
-
-SUITES: dict[str, VectorSuite] = {
-    suite.name: suite
-    for suite in (
-        VectorSuite("reconstruct", "pure.reconstructSessionState", "resume", True),
-        VectorSuite("workflow-id", "pure.workflowId", "export", False),
-        VectorSuite("export", "pure.exportWorkflow", "export", False),
-        VectorSuite("stored-columns", "pure.storedRowColumns", "persistence", False),
-        VectorSuite("stored-rows", "pure.readStoredRow", "persistence", False),
-    )
-}
-
-_LIST_MODELS: dict[str, type[StrictModel]] = {
-    "workflow-id": WorkflowIdVector,
-    "export": ExportVector,
-    "stored-columns": StoredColumnsVector,
-    "stored-rows": StoredRowVector,
-}
-
-
-@dataclass(frozen=True)
-class VectorCase:
-    """A vector file run as one conformance case (no steps, no snapshot)."""
-
-    id: str
-    title: str
-    clauses: tuple[str, ...]
-    suite: str
-    source: str
-    vectors: tuple[Vector, ...]
-
-    @property
-    def area(self) -> str:
-        return VECTOR_AREA
-
-    @property
-    def capabilities(self) -> tuple[str, ...]:
-        return (SUITES[self.suite].capability,)
-
-
-# --- loading -----------------------------------------------------------------------------------------
-
-
-def vectors_dir() -> Path:
-    return fixtures_dir() / "vectors"
-
-
-def _read(path: Path) -> Any:
-    try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # ruamel raises many unrelated types for bad input
-        raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
-    # Anchors share objects between vectors; a JSON round trip makes each vector independent data.
-    return json.loads(json.dumps(data))
-
-
-def _parse(model: type[Any], data: Any, where: str) -> Any:
-    try:
-        return parse_strict(model, data)
-    except InvalidInputError as exc:
-        raise KitUsageError(f"{where}: {exc}") from None
-
-
-def _manifest(root: Path) -> dict[str, dict[str, _FileEntry]]:
-    path = root / "suites.yaml"
-    if not path.is_file():
-        raise KitUsageError(f"{path}: the vector suite manifest is missing")
-    data = _read(path)
-    listed = {name for name, suite in SUITES.items() if not suite.one_per_file}
-    if not isinstance(data, dict) or set(data) != listed:
-        raise KitUsageError(f"{path}: must map exactly the suites {sorted(listed)} to their files")
-    out: dict[str, dict[str, _FileEntry]] = {}
-    for suite, files in data.items():
-        if not isinstance(files, dict):
-            raise KitUsageError(f"{path}: {suite} must map file stems to a title and clauses")
-        out[suite] = {
-            stem: _parse(_FileEntry, entry, f"{path}: {suite}.{stem}") for stem, entry in files.items()
-        }
-    return out
-
-
-def _load_file(path: Path, suite: VectorSuite, entry: _FileEntry | None) -> VectorCase:
-    case_id = f"{VECTOR_AREA}/{suite.name}/{path.stem}"
-    data = _read(path)
-    if suite.one_per_file:
-        vector: ReconstructVector = _parse(ReconstructVector, data, str(path))
-        if vector.name != path.stem:
-            raise KitUsageError(f"{path}: id {vector.id!r} must match the file name")
-        return VectorCase(case_id, vector.title, vector.clauses, suite.name, str(path), (vector,))
-    if entry is None:
-        raise KitUsageError(f"{path}: no entry in suites.yaml gives its title and clauses")
-    if not isinstance(data, list) or not data:
-        raise KitUsageError(f"{path}: a {suite.name} vector file is a non-empty list of vectors")
-    model = _LIST_MODELS[suite.name]
-    vectors = tuple(_parse(model, item, f"{path}[{index}]") for index, item in enumerate(data))
-    names = [v.name for v in vectors]
-    if len(set(names)) != len(names):
-        raise KitUsageError(f"{path}: vector names repeat")
-    return VectorCase(case_id, entry.title, entry.clauses, suite.name, str(path), vectors)
-
-
-def load_vector_cases() -> tuple[VectorCase, ...]:
-    """One case per vector file of every suite, sorted by id.  A suite with no vector is an error."""
-    root = vectors_dir()
-    manifest = _manifest(root)
-    cases: list[VectorCase] = []
-    for suite in SUITES.values():
-        paths = sorted((root / suite.name).glob("*.yaml"))
-        if not paths:
-            raise KitUsageError(f"no {suite.name} vectors found under {root / suite.name}")
-        entries = manifest.get(suite.name, {})
-        unknown = sorted(set(entries) - {p.stem for p in paths})
-        if unknown:
-            raise KitUsageError(
-                f"suites.yaml names {suite.name} files that do not exist: {', '.join(unknown)}"
-            )
-        cases += [_load_file(path, suite, entries.get(path.stem)) for path in paths]
-    return tuple(sorted(cases, key=lambda c: c.id))
-
+__all__ = ["exact_differences", "execute_vector_case"]
 
 # --- comparing ---------------------------------------------------------------------------------------
 
@@ -413,12 +128,11 @@ async def _check_reconstruct(call: Call, vector: ReconstructVector) -> list[Diff
     answer, error = await _answer(call, method, {"record": vector.record, "messages": list(vector.messages)})
     if error is not None:
         return _unexpected_refusal(error, path)
-    try:
-        state = parse_strict(SessionResumeState, answer)
-    except InvalidInputError as exc:
-        return [Difference(path=path, message=f"not a SessionResumeState: {exc}", actual=jsonable(answer))]
-    out = exact_differences(vector.expected, state.to_wire(), path)
-    problem = resume_state_problem(state)
+    shape = shape_problem("session-resume-state", answer)
+    if shape is not None:
+        return [Difference(path=path, message=f"not a SessionResumeState: {shape}", actual=jsonable(answer))]
+    out = exact_differences(vector.expected, answer, path)
+    problem = resume_state_problem(answer)
     if problem is not None:
         out.append(Difference(path=path, message=f"an unsound resume state: {problem}"))
     again, error = await _answer(
@@ -470,15 +184,15 @@ def _yaml_differences(vector: ExportVector, text: str) -> list[Difference]:
                 )
             )
         try:
-            out += exact_differences(vector.expected_document, load_yaml(text), f"{path}(read back)")
-        except InvalidInputError as exc:
+            out += exact_differences(vector.expected_document, parse_yaml(text), f"{path}(read back)")
+        except Exception as exc:  # the parser raises many unrelated types for bad input
             out.append(Difference(path=path, message=f"the YAML text is not readable: {exc}"))
         return out
     try:
         document = parse_workflow(text)
     except InvalidInputError as exc:
         return [*out, Difference(path=path, message=f"the strict workflow reader refuses the text: {exc}")]
-    out += exact_differences(vector.expected_document, document_to_data(document), f"{path}(read back)")
+    out += exact_differences(vector.expected_document, parse_yaml(text), f"{path}(read back)")
     out += _text_difference(
         serialize_workflow(document),
         text,
@@ -497,13 +211,13 @@ async def _check_export(call: Call, vector: ExportVector) -> list[Difference]:
     if error is not None:
         return _unexpected_refusal(error, vector.name)
     try:
-        result = parse_strict(ExportWorkflowResult, answer)
-    except InvalidInputError as exc:
+        result = kit_parse(ExportWorkflowResult, answer)
+    except KitShapeError as exc:
         return [
             Difference(
                 path=vector.name,
                 message=f"not an export answer {{document, yaml}}: {exc}",
-                actual=answer,
+                actual=jsonable(answer),
             )
         ]
     out = exact_differences(vector.expected_document, result.document, f"{vector.name}.document")
@@ -564,8 +278,8 @@ async def _check_stored_columns(call: Call, vector: StoredColumnsVector) -> list
     if error is not None:
         return _unexpected_refusal(error, vector.name)
     try:
-        parse_strict(StoredRowColumns, answer)
-    except InvalidInputError as exc:
+        kit_parse(StoredRowColumns, answer)
+    except KitShapeError as exc:
         return [Difference(path=vector.name, message=f"not a columns answer: {exc}", actual=jsonable(answer))]
     out = exact_differences(vector.expected, answer, f"{vector.name}.columns")
     if out:

@@ -18,10 +18,12 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageError
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
+from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.process import SubprocessConnection
-from relavium_conformance._wire.protocol import Callback, HelloResult, OperationError, error_from_rpc
+from relavium_conformance._wire.protocol import Callback, OperationError, error_from_rpc
 
 __all__ = [
     "Adapter",
@@ -188,12 +190,9 @@ class StdioAdapter:
 
 
 def _parse_hello(result: Any) -> HelloResult:
-    from relavium_reference import InvalidInputError
-    from relavium_reference._model.shapes import parse_strict
-
     try:
-        return parse_strict(HelloResult, result)
-    except InvalidInputError as exc:
+        return kit_parse(HelloResult, result)
+    except KitShapeError as exc:
         raise AdapterError(f"the hello answer is malformed: {exc}") from None
 
 

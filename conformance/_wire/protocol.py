@@ -1,61 +1,45 @@
-"""The kit's message set: one set of methods and shapes, carried in-process or as JSON-RPC over stdio.
+"""The kit's protocol, as one method table: each method declared once.
 
-Kit -> implementation (operations): ``hello``, ``session.create``, ``session.start``, ``session.send``,
-``session.abort``, ``session.cancel``, ``session.setTurnPolicy``, ``session.runUserCommand``, ``bye``,
-and the pure functions the vector suites check (``pure.reconstructSessionState``, ``pure.workflowId``,
-``pure.exportWorkflow``, ``pure.storedRowColumns``, ``pure.readStoredRow``: no session, no callback, an
-answer computed from the params alone).
-Implementation -> kit (the world the session lives in): ``provider.open``, ``provider.next``,
-``tool.call``, ``host.confirm``, ``host.emit``, ``host.sleep``.
-
-Every params and result object has a model here; ``schemas/protocol/`` holds their JSON Schemas
-(generated, with a drift test) and ``--validate-protocol`` checks every message against them.
-The reference is ``docs/protocol.md``.
+A row (:class:`Method`) names the method, its direction (``kit`` calls the implementation's operations;
+the implementation calls back the ``world`` the kit plays), its params and result messages
+(:mod:`relavium_conformance._wire.messages`), the capability it belongs to, and its handler on each
+side: the case-format operation that issues it (kit side) and the reference implementation's method
+that serves it, or the kit's world method that answers a callback.  Everything else derives from the
+table: both dispatchers, the case format's operation names, the JSON Schemas of ``schemas/protocol/``
+and the method table of ``docs/protocol.md`` (generated; drift tests compare).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr, TypeAdapter
+from pydantic import TypeAdapter
 
+from relavium_conformance._wire import messages as m
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
-from relavium_reference._host.session import ExportResult, TurnResult
-from relavium_reference._model.commands import UserCommandOutcome
-from relavium_reference._model.llm import LlmRequest, StreamChunk
-from relavium_reference._model.messages import AgentSessionRecord, SessionMessage, ToolCallPart
-from relavium_reference._model.records import CostEntry
-from relavium_reference._model.shapes import AgentSnapshot, SessionContext, StrictModel, WireModel
-from relavium_reference._rules.resume import SessionResumeState
-from relavium_reference._schemas import SCHEMA_DIALECT
+from relavium_conformance._wire.model import SCHEMA_DIALECT, SCHEMA_ID_BASE
 
 __all__ = [
     "CALLBACKS",
+    "CASE_OPERATIONS",
     "INVALID_INPUT",
+    "METHODS",
     "OPERATIONS",
     "PROTOCOL_VERSION",
     "PURE_METHODS",
     "SESSION_STATE_ERROR",
     "UNSUPPORTED_OPERATION",
     "Callback",
-    "ExportWorkflowResult",
-    "HelloResult",
-    "MethodShape",
+    "Method",
     "OperationError",
-    "PureSessionParams",
-    "ReadStoredRowParams",
-    "ReadStoredRowResult",
-    "StoredMessageRow",
-    "StoredRowColumns",
-    "StoredRowColumnsParams",
-    "StoredRowError",
-    "WorkflowIdParams",
-    "WorkflowIdResult",
     "error_from_rpc",
+    "method_table_markdown",
     "protocol_schemas",
+    "write_protocol_schemas",
 ]
 
 # JSON-RPC error codes an implementation uses for the session's own refusals.
@@ -66,358 +50,180 @@ UNSUPPORTED_OPERATION = -32003  # data: {"kind": "unsupported"}
 Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """How an implementation calls the kit: ``await callback(method, params) -> result``."""
 
-
-class _Msg(WireModel):
-    pass
+Direction = Literal["kit", "world"]
 
 
-class KitInfo(_Msg):
+@dataclass(frozen=True)
+class Method:
+    """One protocol method, declared once."""
+
     name: str
-    version: str
-
-
-class HelloParams(_Msg):
-    protocol_version: str
-    kit: KitInfo
-
-
-class ImplementationInfo(_Msg):
-    name: Annotated[str, Field(min_length=1)]
-    version: str
-    language: str
-
-
-class HelloResult(_Msg):
-    protocol_version: str
-    implementation: ImplementationInfo
-    capabilities: tuple[str, ...] = ()
-
-
-class ToolSpec(_Msg):
-    """A tool the kit plays: calls reach the kit as ``tool.call``."""
-
-    name: Annotated[str, Field(min_length=1)]
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    action: Literal["fs_write", "process", "egress", "os"] | None = None
-    preview_key: str | None = None
-
-
-class DepsSpec(_Msg):
-    max_turns: int | None = None
-    max_tool_turns: int | None = None
-    allowed_commands: tuple[str, ...] = ()
-    allowed_command_globs: tuple[str, ...] = ()
-    command_output_limit: int | None = None
-    unavailable_providers: tuple[str, ...] = ()
-    """Providers the host holds no credential for: resolving one is refused before any invocation
-    (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
-
-
-class CaseLabel(_Msg):
-    """The conformance case a session serves: informative, so the implementation's logs can name it."""
-
-    id: Annotated[str, Field(min_length=1)]
-    title: str | None = None
-
-
-class CreateParams(_Msg):
-    """``case`` (optional) names the conformance case; an implementation may log it and must not act on it."""
-
-    handle: str
-    agent: AgentSnapshot
-    context: SessionContext
-    deps: DepsSpec = Field(default_factory=DepsSpec)
-    tools: tuple[ToolSpec, ...] = ()
-    session_id: str | None = None
-    case: CaseLabel | None = None
-
-
-class ResumeParams(CreateParams):
-    """Continue a persisted session as a new instance under ``handle`` (the old instance is dropped).
-
-    The implementation builds the resume state from ``record`` and ``messages`` with its own
-    reconstruction, unless ``state`` is given: then it must resume from exactly that state, which lets
-    a case check that an invalid state is refused (``invalid_resume_state``).
-
-    ``messages`` are durable rows as the host holds them; the protocol carries them as plain objects so
-    that a case can hand over a row the implementation must refuse (an unknown field, raw tool
-    arguments): checking them strictly is the implementation's job (``invalid_input``).
-    """
-
-    record: AgentSessionRecord
-    messages: tuple[dict[str, Any], ...] = ()
-    state: SessionResumeState | None = None
-
-
-class CreateResult(_Msg):
-    session_id: Annotated[str, Field(min_length=1)]
-
-
-class HandleParams(_Msg):
-    handle: str
-
-
-class SendParams(_Msg):
-    handle: str
-    text: str
-
-
-class PolicySpec(_Msg):
-    """A turn policy as data: ``advertise`` lists the tools kept (absent: all); ``confirm`` installs the
-    approval hook, which then asks the kit through ``host.confirm``."""
-
-    advertise: tuple[str, ...] | None = None
-    confirm: bool = False
-
-
-class SetTurnPolicyParams(_Msg):
-    handle: str
-    policy: PolicySpec | None = None
-
-
-class RunUserCommandParams(_Msg):
-    handle: str
-    command: str
-    args: tuple[str, ...] = ()
-
-
-class Empty(_Msg):
-    pass
-
-
-class ProviderOpenParams(_Msg):
-    handle: str
-    provider: str
-    model: str
-    request: LlmRequest
-
-
-class ProviderOpenResult(_Msg):
-    stream: str
-
-
-class ProviderNextParams(_Msg):
-    handle: str
-    stream: str
-
-
-class ProviderNextResult(_Msg):
-    chunk: StreamChunk
-
-
-class ToolCallParams(_Msg):
-    handle: str
-    call_id: str
-    name: str
-    args: Any = None
-    round: int
-
-
-class ToolCallResult(_Msg):
-    text: str
-    is_error: bool = False
-
-
-class HostConfirmParams(_Msg):
-    handle: str
-    tool_id: str
-    action: Literal["fs_write", "process", "egress", "os"]
-    preview: dict[str, str]
-    call_id: str
-
-
-class HostConfirmResult(_Msg):
-    approved: bool
-
-
-class HostEmitParams(_Msg):
-    handle: str
-    event: dict[str, Any]
-
-
-class HostSleepParams(_Msg):
-    handle: str
-    seconds: Annotated[float, Field(ge=0)]
-
-
-class ExportParams(_Msg):
-    """Write the session's workflow scaffold to ``workflowPath`` (a file the kit then reads)."""
-
-    handle: str
-    workflow_path: Annotated[str, Field(min_length=1)]
-
-
-class HostLoadSessionParams(_Msg):
-    handle: str
-    session_id: str
-
-
-class HostLoadSessionResult(_Msg):
-    """The host's persisted transcript: the record and every durable row, in sequence order."""
-
-    record: AgentSessionRecord
-    messages: tuple[SessionMessage, ...]
-
-
-class HostCreateSessionParams(_Msg):
-    handle: str
-    record: AgentSessionRecord
-
-
-class HostCommitTurnParams(_Msg):
-    """One completed turn, to commit all or nothing. ``turn`` is checked by the kit against the
-    strict ``CompletedTurn`` shape; an answer with an error means the commit failed (the session latches)."""
-
-    handle: str
-    session_id: str
-    turn: dict[str, Any]
-
-
-class HostRecordCostParams(_Msg):
-    handle: str
-    session_id: str
-    cost: CostEntry
-
-
-class PureSessionParams(_Msg):
-    """A persisted session as the pure functions read it: its record and its durable rows (any order)."""
-
-    record: AgentSessionRecord
-    messages: tuple[SessionMessage, ...]
-
-
-class WorkflowIdParams(_Msg):
-    title: str | None = None
-    session_id: str
-
-
-class WorkflowIdResult(_Msg):
-    workflow_id: str
-
-
-class ExportWorkflowResult(_Msg):
-    """The exported workflow: ``document`` as JSON data and ``yaml``, its exact serialised text."""
-
-    document: dict[str, Any]
-    yaml: str
-
-
-class StoredRowColumnsParams(_Msg):
-    """A message about to be stored, and the completed turn's stop reason when it is the terminal row.
-
-    Any string is carried, so that a case can ask about a reason the store must refuse: only ``stop``,
-    ``length`` and ``content_filter``, for an assistant row without a call part, are accepted.
-    """
-
-    message: SessionMessage
-    finish_reason: StrictStr | None = None
-
-
-class StoredRowColumns(_Msg):
-    """The denormalised columns of a ``session_messages`` row (KD-DB-3), every key present.
-
-    ``toolCalls`` is the column's JSON text as its parsed value, so implementations need not agree on
-    whitespace or key order.
-    """
-
-    content: str | None
-    tool_calls: tuple[ToolCallPart, ...] | None
-    tool_call_id: str | None
-    name: str | None
-    finish_reason: Literal["stop", "length", "content_filter", "tool_use"] | None
-
-
-class StoredMessageRow(StrictModel):
-    """One ``session_messages`` row as stored: the companion columns, snake_case, JSON columns as text."""
-
-    id: StrictStr
-    session_id: StrictStr
-    sequence_number: StrictInt
-    role: StrictStr
-    content: StrictStr | None
-    content_parts: StrictStr | None
-    tool_calls: StrictStr | None
-    tool_call_id: StrictStr | None
-    name: StrictStr | None
-    finish_reason: StrictStr | None
-    model_id: StrictStr | None
-    compaction_dropped_through_sequence: StrictInt | None
-    created_at: StrictInt
-
-
-class ReadStoredRowParams(_Msg):
-    row: StoredMessageRow
-
-
-StoredRowError = Literal[
-    "malformed_json",
-    "invalid_message",
-    "text_mismatch",
-    "tool_calls_mismatch",
-    "tool_call_id_mismatch",
-    "name_mismatch",
-    "finish_reason_invalid",
-]
-"""The fixed store errors (KD-DB-4) a single message row can earn on read."""
-
-
-class ReadStoredMessage(_Msg):
-    """The row is sound: the message it holds."""
-
-    message: SessionMessage
-
-
-class ReadStoredRowRefusal(_Msg):
-    """The store must refuse the row, with this fixed code."""
-
-    error: StoredRowError
-
-
-ReadStoredRowResult = ReadStoredMessage | ReadStoredRowRefusal
-
-
-class MethodShape(BaseModel):
+    direction: Direction
+    """``kit``: the kit calls the implementation (an operation); ``world``: the implementation calls the
+    kit, which plays its world (provider, tools, host)."""
     params: Any
     result: Any
+    """A message model, a shape alias, or ``None`` for a notification."""
+    capability: str
+    summary: str
+    case_op: str | None = None
+    """Kit side of an operation: the case-format operation that issues it (``None``: the runner's own)."""
+    serve: str | None = None
+    """Implementation side of an operation: the reference implementation's handler method."""
+    answer: str | None = None
+    """Kit side of a callback: the kit world's handler method."""
     notification: bool = False
 
-
-OPERATIONS: dict[str, MethodShape] = {
-    "hello": MethodShape(params=HelloParams, result=HelloResult),
-    "session.create": MethodShape(params=CreateParams, result=CreateResult),
-    "session.start": MethodShape(params=HandleParams, result=Empty),
-    "session.send": MethodShape(params=SendParams, result=TurnResult),
-    "session.abort": MethodShape(params=HandleParams, result=Empty),
-    "session.cancel": MethodShape(params=HandleParams, result=Empty),
-    "session.setTurnPolicy": MethodShape(params=SetTurnPolicyParams, result=Empty),
-    "session.runUserCommand": MethodShape(params=RunUserCommandParams, result=UserCommandOutcome),
-    "session.resume": MethodShape(params=ResumeParams, result=CreateResult),
-    "session.export": MethodShape(params=ExportParams, result=ExportResult),
-    "pure.reconstructSessionState": MethodShape(params=PureSessionParams, result=SessionResumeState),
-    "pure.workflowId": MethodShape(params=WorkflowIdParams, result=WorkflowIdResult),
-    "pure.exportWorkflow": MethodShape(params=PureSessionParams, result=ExportWorkflowResult),
-    "pure.storedRowColumns": MethodShape(params=StoredRowColumnsParams, result=StoredRowColumns),
-    "pure.readStoredRow": MethodShape(params=ReadStoredRowParams, result=ReadStoredRowResult),
-    "bye": MethodShape(params=Empty, result=None, notification=True),
-}
-
-CALLBACKS: dict[str, MethodShape] = {
-    "provider.open": MethodShape(params=ProviderOpenParams, result=ProviderOpenResult),
-    "provider.next": MethodShape(params=ProviderNextParams, result=ProviderNextResult),
-    "tool.call": MethodShape(params=ToolCallParams, result=ToolCallResult),
-    "host.confirm": MethodShape(params=HostConfirmParams, result=HostConfirmResult),
-    "host.emit": MethodShape(params=HostEmitParams, result=Empty),
-    "host.sleep": MethodShape(params=HostSleepParams, result=Empty),
-    "host.createSession": MethodShape(params=HostCreateSessionParams, result=Empty),
-    "host.commitTurn": MethodShape(params=HostCommitTurnParams, result=Empty),
-    "host.recordCost": MethodShape(params=HostRecordCostParams, result=Empty),
-    "host.loadSession": MethodShape(params=HostLoadSessionParams, result=HostLoadSessionResult),
-}
+    @property
+    def pure(self) -> bool:
+        return self.name.startswith("pure.")
 
 
-PURE_METHODS: frozenset[str] = frozenset(name for name in OPERATIONS if name.startswith("pure."))
+def _op(
+    name: str,
+    params: Any,
+    result: Any,
+    capability: str,
+    summary: str,
+    *,
+    case_op: str | None = None,
+    notification: bool = False,
+) -> Method:
+    return Method(
+        name,
+        "kit",
+        params,
+        result,
+        capability,
+        summary,
+        case_op=case_op,
+        serve=_handler(name),
+        notification=notification,
+    )
+
+
+def _cb(name: str, params: Any, result: Any, capability: str, summary: str) -> Method:
+    return Method(name, "world", params, result, capability, summary, answer=_handler(name))
+
+
+def _handler(name: str) -> str:
+    """``session.runUserCommand`` -> ``on_session_run_user_command``: the handler's name on its side."""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name.replace(".", "_"))
+    return f"on_{snake}"
+
+
+METHODS: tuple[Method, ...] = (
+    _op("hello", m.HelloParams, m.HelloResult, "core", "versions and the declared capabilities"),
+    _op("session.create", m.CreateParams, m.CreateResult, "core", "a new session under a handle"),
+    _op("session.start", m.HandleParams, m.Empty, "core", "start the session", case_op="start"),
+    _op(
+        "session.send",
+        m.SendParams,
+        m.TurnResultJson,
+        "core",
+        "one turn; answers when it settles",
+        case_op="send",
+    ),
+    _op("session.abort", m.HandleParams, m.Empty, "core", "abort the running turn", case_op="abort"),
+    _op("session.cancel", m.HandleParams, m.Empty, "core", "cancel the session", case_op="cancel"),
+    _op(
+        "session.setTurnPolicy",
+        m.SetTurnPolicyParams,
+        m.Empty,
+        "core",
+        "install or clear a turn policy",
+        case_op="setTurnPolicy",
+    ),
+    _op(
+        "session.runUserCommand",
+        m.RunUserCommandParams,
+        m.CommandOutcomeJson,
+        "user-commands",
+        "run a user command",
+        case_op="runUserCommand",
+    ),
+    _op(
+        "session.resume",
+        m.ResumeParams,
+        m.CreateResult,
+        "resume",
+        "continue a persisted session as a new instance",
+        case_op="resume",
+    ),
+    _op(
+        "session.export",
+        m.ExportParams,
+        m.ExportResult,
+        "export",
+        "write the workflow scaffold",
+        case_op="export",
+    ),
+    _op(
+        "pure.reconstructSessionState",
+        m.PureSessionParams,
+        m.ResumeStateJson,
+        "resume",
+        "the resume state of durable rows",
+    ),
+    _op("pure.workflowId", m.WorkflowIdParams, m.WorkflowIdResult, "export", "the export's workflow id"),
+    _op(
+        "pure.exportWorkflow",
+        m.PureSessionParams,
+        m.ExportWorkflowResult,
+        "export",
+        "the export mapping and its text",
+    ),
+    _op(
+        "pure.storedRowColumns",
+        m.StoredRowColumnsParams,
+        m.StoredRowColumns,
+        "persistence",
+        "the denormalised columns of a row to store",
+    ),
+    _op(
+        "pure.readStoredRow",
+        m.ReadStoredRowParams,
+        m.ReadStoredRowResult,
+        "persistence",
+        "read one stored row back, or its fixed refusal",
+    ),
+    _op("bye", m.Empty, None, "core", "the run is over", notification=True),
+    _cb("provider.open", m.ProviderOpenParams, m.ProviderOpenResult, "core", "open a provider stream"),
+    _cb("provider.next", m.ProviderNextParams, m.ProviderNextResult, "core", "pull the next chunk"),
+    _cb("tool.call", m.ToolCallParams, m.ToolCallResult, "core", "run a tool the kit plays"),
+    _cb("host.confirm", m.HostConfirmParams, m.HostConfirmResult, "core", "ask the host's approval"),
+    _cb("host.emit", m.HostEmitParams, m.Empty, "core", "deliver one event, in order"),
+    _cb("host.sleep", m.HostSleepParams, m.Empty, "core", "wait on the kit's clock"),
+    _cb(
+        "host.createSession",
+        m.HostCreateSessionParams,
+        m.Empty,
+        "persistence",
+        "persist a new session record",
+    ),
+    _cb(
+        "host.commitTurn",
+        m.HostCommitTurnParams,
+        m.Empty,
+        "persistence",
+        "commit one completed turn, all or nothing",
+    ),
+    _cb("host.recordCost", m.HostRecordCostParams, m.Empty, "persistence", "record spend"),
+    _cb(
+        "host.loadSession",
+        m.HostLoadSessionParams,
+        m.HostLoadSessionResult,
+        "export",
+        "read the host's persisted transcript",
+    ),
+)
+
+OPERATIONS: dict[str, Method] = {row.name: row for row in METHODS if row.direction == "kit"}
+CALLBACKS: dict[str, Method] = {row.name: row for row in METHODS if row.direction == "world"}
+PURE_METHODS: frozenset[str] = frozenset(name for name, row in OPERATIONS.items() if row.pure)
 """The operations that need no session: the vector suites call them directly."""
+CASE_OPERATIONS: dict[str, Method] = {row.case_op: row for row in METHODS if row.case_op is not None}
+"""Case-format operation name -> the method it issues."""
 
 
 class OperationError(Exception):
@@ -456,24 +262,25 @@ def _schema(shape: Any) -> dict[str, Any]:
 def protocol_schemas() -> dict[str, dict[str, Any]]:
     """File name (under ``schemas/``) -> schema, one per method: its params and its result.
 
-    Definitions shared by the two halves are hoisted to the document's ``$defs``.
+    Definitions shared by the two halves are hoisted to the document's ``$defs``; nested domain shapes
+    are ``$ref``s to the shipped shape schemas.
     """
     out: dict[str, dict[str, Any]] = {}
-    for direction, table in (("kit-to-implementation", OPERATIONS), ("implementation-to-kit", CALLBACKS)):
-        for method, shape in table.items():
-            name = f"protocol/methods/{method}.schema.json"
-            params, result = _schema(shape.params), _schema(shape.result)
-            defs = {**params.pop("$defs", {}), **result.pop("$defs", {})}
-            out[name] = {
-                "$schema": SCHEMA_DIALECT,
-                "$id": f"https://relavium.dev/conformance/schemas/{name}",
-                "description": f"{direction}: params and result of `{method}`",
-                "type": "object",
-                "properties": {"params": params, "result": result},
-                "required": ["params", "result"],
-                "additionalProperties": False,
-                **({"$defs": defs} if defs else {}),
-            }
+    for row in METHODS:
+        name = f"protocol/methods/{row.name}.schema.json"
+        params, result = _schema(row.params), _schema(row.result)
+        defs = {**params.pop("$defs", {}), **result.pop("$defs", {})}
+        direction = "kit-to-implementation" if row.direction == "kit" else "implementation-to-kit"
+        out[name] = {
+            "$schema": SCHEMA_DIALECT,
+            "$id": f"{SCHEMA_ID_BASE}{name}",
+            "description": f"{direction}: params and result of `{row.name}`",
+            "type": "object",
+            "properties": {"params": params, "result": result},
+            "required": ["params", "result"],
+            "additionalProperties": False,
+            **({"$defs": defs} if defs else {}),
+        }
     return out
 
 
@@ -484,3 +291,19 @@ def write_protocol_schemas(root: Path) -> None:
         path.write_text(
             json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
         )
+
+
+def method_table_markdown() -> str:
+    """The method table of ``docs/protocol.md`` (between its ``method-table`` markers)."""
+    lines = [
+        "| method | direction | capability | case operation | what it does |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in METHODS:
+        direction = "kit → implementation" if row.direction == "kit" else "implementation → kit"
+        kind = " (notification)" if row.notification else ""
+        lines.append(
+            f"| `{row.name}`{kind} | {direction} | `{row.capability}` | "
+            f"{f'`{row.case_op}`' if row.case_op else ''} | {row.summary} |"
+        )
+    return "\n".join(lines) + "\n"

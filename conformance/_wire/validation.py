@@ -13,10 +13,11 @@ from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from referencing import Registry
 
 from relavium_conformance._data import schemas_dir
-from relavium_conformance._wire.protocol import CALLBACKS, OPERATIONS
+from relavium_conformance._wire.model import schema_registry
+from relavium_conformance._wire.protocol import METHODS
 
 __all__ = ["ProtocolValidator"]
 
@@ -27,17 +28,19 @@ def _validators() -> tuple[
 ]:
     root = schemas_dir() / "protocol"
     envelope_schema = json.loads((root / "jsonrpc.schema.json").read_text(encoding="utf-8"))
-    registry: Registry[Any] = Registry().with_resource(
-        envelope_schema.get("$id", "jsonrpc"), Resource.from_contents(envelope_schema)
-    )
+    registry: Registry[Any] = schema_registry()
     envelope = Draft202012Validator(envelope_schema, registry=registry)
     methods: dict[str, tuple[Draft202012Validator, Draft202012Validator]] = {}
-    for method in (*OPERATIONS, *CALLBACKS):
+    for row in METHODS:
+        method = row.name
         schema = json.loads((root / "methods" / f"{method}.schema.json").read_text(encoding="utf-8"))
         defs = schema.get("$defs", {})
         params = {**schema["properties"]["params"], "$defs": defs}
         result = {**schema["properties"]["result"], "$defs": defs}
-        methods[method] = (Draft202012Validator(params), Draft202012Validator(result))
+        methods[method] = (
+            Draft202012Validator(params, registry=registry),
+            Draft202012Validator(result, registry=registry),
+        )
     return envelope, methods
 
 

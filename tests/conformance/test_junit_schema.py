@@ -1,4 +1,4 @@
-"""The JUnit XML validates against Jenkins' junit-10.xsd (vendored, not our own) and reads right in junitparser."""
+"""The JUnit XML validates against Jenkins' junit-10.xsd (vendored) and reads right in junitparser."""
 
 from __future__ import annotations
 
@@ -34,8 +34,12 @@ def test_a_mixed_run_validates(tmp_path: Path) -> None:
         lambda root: root.find("testsuite").find("testcase").attrib.pop("name"),  # type: ignore[union-attr]
         lambda root: root.find("testsuite").append(ET.Element("surprise")),  # type: ignore[union-attr]
         lambda root: root.set("skipped", "1"),  # the old writer's mistake: no skipped count on the root
-        lambda root: root.find("testsuite").find("testcase").append(  # type: ignore[union-attr]
-            ET.Element("properties")  # nor properties on a test case
+        lambda root: (
+            root.find("testsuite")
+            .find("testcase")
+            .append(  # type: ignore[union-attr]
+                ET.Element("properties")  # nor properties on a test case
+            )
         ),
         lambda root: root.set("time", "1.2s"),
     ],

@@ -19,23 +19,24 @@ from typing import Any
 import pytest
 
 from relavium_conformance._corpus.cases import load_cases, select_cases
-from relavium_conformance._errors import KitUsageError
-from relavium_conformance._reference.impl import REFERENCE_PURE, ReferenceImplementation
-from relavium_conformance._report.results import CaseResult, CaseStatus
-from relavium_conformance._run.runner import RunOutcome, run_cases_sync
-from relavium_conformance._run.vectors import (
+from relavium_conformance._corpus.vectors import (
     StoredColumnsVector,
     StoredRowVector,
     VectorCase,
     load_vector_cases,
     vectors_dir,
 )
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._reference.impl import REFERENCE_PURE, ReferenceImplementation
+from relavium_conformance._report.results import CaseResult, CaseStatus
+from relavium_conformance._run.runner import RunOutcome, run_cases_sync
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.proofs import check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter, resolve_adapter
-from relavium_conformance._wire.protocol import OPERATIONS, OperationError, StoredRowError
+from relavium_conformance._wire.messages import StoredRowError
+from relavium_conformance._wire.protocol import OPERATIONS, OperationError
 from relavium_conformance._wire.validation import ProtocolValidator
 from relavium_reference._model.messages import SessionMessage
 
@@ -229,10 +230,8 @@ def test_an_answer_that_is_neither_message_nor_error_fails_naming_the_vector() -
         return {"ok": True}
 
     class Raw(ReferenceImplementation):
-        def _pure_call(self, method: str, params: dict[str, Any]) -> Any:
-            if method == "pure.readStoredRow":
-                return says_yes(params)
-            return super()._pure_call(method, params)
+        async def on_pure_read_stored_row(self, params: Any) -> Any:
+            return says_yes(params)
 
     case = next(c for c in _cases("stored-rows") if c.id.endswith("/sound"))
     adapter = InProcessAdapter("raw", lambda callback: Raw(callback))
@@ -326,7 +325,7 @@ def test_rewriting_history_after_resume_fails_the_append_only_transcript_on_its_
 def vector_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "vectors"
     shutil.copytree(vectors_dir(), root)
-    monkeypatch.setattr("relavium_conformance._run.vectors.vectors_dir", lambda: root)
+    monkeypatch.setattr("relavium_conformance._corpus.vectors.vectors_dir", lambda: root)
     return root
 
 

@@ -13,12 +13,7 @@ from typing import Any
 import pytest
 
 from relavium_conformance._corpus.cases import load_cases, select_cases
-from relavium_conformance._data import schemas_dir
-from relavium_conformance._errors import KitUsageError
-from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._report.results import CaseStatus
-from relavium_conformance._run.runner import RunOutcome, run_cases_sync
-from relavium_conformance._run.vectors import (
+from relavium_conformance._corpus.vectors import (
     SUITES,
     ExportVector,
     ReconstructVector,
@@ -29,8 +24,14 @@ from relavium_conformance._run.vectors import (
     load_vector_cases,
     vectors_dir,
 )
+from relavium_conformance._data import schemas_dir
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._report.results import CaseStatus
+from relavium_conformance._run.runner import RunOutcome, run_cases_sync
 from relavium_conformance._wire.adapters import InProcessAdapter, resolve_adapter
-from relavium_conformance._wire.protocol import OPERATIONS, HelloResult, protocol_schemas
+from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.protocol import OPERATIONS, protocol_schemas
 from relavium_reference._schemas import render
 
 
@@ -185,7 +186,7 @@ def test_a_tampered_vector_fails_with_a_difference_naming_it(suite: str) -> None
 def vector_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "vectors"
     shutil.copytree(vectors_dir(), root)
-    monkeypatch.setattr("relavium_conformance._run.vectors.vectors_dir", lambda: root)
+    monkeypatch.setattr("relavium_conformance._corpus.vectors.vectors_dir", lambda: root)
     return root
 
 

@@ -61,7 +61,8 @@ def test_multi_line_texts_get_a_unified_diff() -> None:
     (difference,) = match({"y": "a: 1\nb: 2\nc: 3\n"}, {"y": "a: 1\nb: 9\nc: 3\n"})
     assert difference.diff is not None
     assert difference.diff.splitlines()[:2] == ["--- expected", "+++ actual"]
-    assert "-b: 2" in difference.diff and "+b: 9" in difference.diff
+    assert "-b: 2" in difference.diff
+    assert "+b: 9" in difference.diff
     assert difference.expected == "a: 1\nb: 2\nc: 3\n"
 
 
@@ -79,7 +80,9 @@ def test_extra_events_of_a_broken_implementation_are_named_item_by_item() -> Non
     broken = broken_by_name("idle-abort-emits")
     run = _run(broken.factory(), _cases("lifecycle/abort-idle-noop"))
     case = _failed(run, "lifecycle/abort-idle-noop")
-    extra = [d for d in case.differences if d.form is DifferenceForm.EXTRA and d.path.startswith("event_types")]
+    extra = [
+        d for d in case.differences if d.form is DifferenceForm.EXTRA and d.path.startswith("event_types")
+    ]
     assert [d.actual for d in extra] == ["session:turn_completed", "session:turn_completed"]
     assert "2 extra" in case.differences[0].message
 
@@ -89,9 +92,11 @@ def test_a_dropped_export_node_is_named_missing_and_its_merged_text_diffed() -> 
     run = _run(broken.factory(), _cases("vectors/export/turns"))
     case = _failed(run, "vectors/export/turns")
     missing = [d for d in case.differences if d.form is DifferenceForm.MISSING and ".nodes[" in d.path]
-    assert missing and missing[0].expected["prompt_template"] == "second"  # type: ignore[index]
+    assert missing
+    assert missing[0].expected["prompt_template"] == "second"
     merged = next(d for d in case.differences if d.path.endswith(".nodes[1].prompt_template"))
-    assert merged.diff is not None and "+second" in merged.diff
+    assert merged.diff is not None
+    assert "+second" in merged.diff
 
 
 def test_an_unsorted_yaml_export_shows_a_unified_diff() -> None:
@@ -101,7 +106,8 @@ def test_an_unsorted_yaml_export_shows_a_unified_diff() -> None:
     texts = [d for d in case.differences if d.diff is not None]
     assert texts
     assert texts[0].diff.startswith("--- expected\n+++ actual\n@@")  # type: ignore[union-attr]
-    assert isinstance(texts[0].expected, str) and isinstance(texts[0].actual, str)
+    assert isinstance(texts[0].expected, str)
+    assert isinstance(texts[0].actual, str)
 
 
 def _renaming_factory(callback: Callback) -> ReferenceImplementation:
@@ -125,7 +131,8 @@ def test_a_refused_commit_names_the_renamed_field_first() -> None:
     assert root.path == "commits[0].user.contnet"
     assert "unknown field: user.contnet" in root.message
     assert "required field missing: user.content" in root.message
-    assert case.reason is not None and "contnet" in case.reason
+    assert case.reason is not None
+    assert "contnet" in case.reason
     assert any(d.path == "rows" for d in case.differences[1:])  # the downstream symptom is still listed
 
 
@@ -149,7 +156,7 @@ def test_session_create_carries_the_case_id_and_title() -> None:
 
 @pytest.mark.parametrize("value", [{"id": ""}, {"title": "no id"}, {"id": "a/b", "extra": 1}])
 def test_the_case_label_is_strict(value: dict[str, Any]) -> None:
-    from relavium_conformance._wire.protocol import CaseLabel
+    from relavium_conformance._wire.messages import CaseLabel
 
     with pytest.raises(ValueError, match="validation error"):
         CaseLabel.model_validate(value)

@@ -34,7 +34,7 @@ class EchoRun:
 
 
 @pytest.fixture(scope="module")
-def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoRun]:
+def echo(tmp_path_factory: pytest.TempPathFactory) -> EchoRun:
     if shutil.which("node") is None:
         pytest.skip("node is not installed: the echo adapter example cannot run")
     folder = tmp_path_factory.mktemp("echo")
@@ -44,7 +44,7 @@ def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EchoRun]:
     argv += ["--markdown", str(folder / "summary.md"), "--trace", str(folder / "trace.jsonl")]
     with redirect_stdout(out):
         code = main(argv)
-    yield EchoRun(folder, out.getvalue(), code)
+    return EchoRun(folder, out.getvalue(), code)
 
 
 def _values(document: dict[str, Any]) -> Iterator[Any]:
@@ -55,7 +55,8 @@ def _values(document: dict[str, Any]) -> Iterator[Any]:
 
 
 def test_results_hold_no_cut_values(echo: EchoRun) -> None:
-    assert echo.code == 1 and echo.run.failures()
+    assert echo.code == 1
+    assert echo.run.failures()
     results_validator().validate(echo.document)
     values = list(_values(echo.document))
     strings = [v for v in values if isinstance(v, str)]
@@ -159,7 +160,8 @@ def test_results_say_what_was_run(echo: EchoRun) -> None:
     assert context is not None
     assert context.adapter == ECHO
     assert context.selection == ()
-    assert context.spec_revision.startswith("sha256:") and context.corpus.content_hash.startswith("sha256:")
+    assert context.spec_revision.startswith("sha256:")
+    assert context.corpus.content_hash.startswith("sha256:")
     assert context.protocol_version == "1.0"
     assert echo.run.implementation.adapter == "stdio"
     assert echo.run.implementation.capabilities == ("core",)
@@ -188,7 +190,9 @@ class _Tty(io.StringIO):
         (True, "never", {"FORCE_COLOR": "1"}, False),
     ],
 )
-def test_colour_follows_the_conventions(tty: bool, mode: Any, environ: dict[str, str], expected: bool) -> None:
+def test_colour_follows_the_conventions(
+    tty: bool, mode: Any, environ: dict[str, str], expected: bool
+) -> None:
     stream = _Tty() if tty else io.StringIO()
     assert colour_wanted(stream, mode, environ) is expected
     assert TerminalReporter(stream, environ=environ, colour=mode).colour is expected

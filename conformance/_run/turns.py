@@ -1,0 +1,65 @@
+"""The kit's own check of a committed turn: the shipped schema, then one whole exchange.
+
+The host's commit receives one completed turn (``host.commitTurn``).  The kit, playing the host, accepts it
+only when it has the ``completed-turn`` shape and is one whole exchange: a user row with a text part
+first, then structural rows (assistant tool calls, tool results) whose every call is answered once by a
+later result, then a terminal assistant row with a text part and no call (KD-RES-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from relavium_conformance._wire.model import shape_problem
+
+__all__ = ["turn_problem", "turn_rows"]
+
+
+def _types(row: dict[str, Any]) -> list[str]:
+    return [str(part.get("type")) for part in row.get("content", ()) if isinstance(part, dict)]
+
+
+def _is_structural(row: dict[str, Any]) -> bool:
+    return row.get("role") == "tool" or (row.get("role") == "assistant" and "tool_call" in _types(row))
+
+
+def _is_terminal(row: dict[str, Any]) -> bool:
+    types = _types(row)
+    return row.get("role") == "assistant" and "text" in types and "tool_call" not in types
+
+
+def _calls_answered(rows: Iterable[dict[str, Any]]) -> str | None:
+    pending: set[str] = set()  # calls not answered yet; an id may be reused once answered
+    for row in rows:
+        for part in row.get("content", ()):
+            if part.get("type") == "tool_call":
+                if part.get("id") in pending:
+                    return "a tool call id is already waiting for its result"
+                pending.add(part.get("id"))
+            elif part.get("type") == "tool_result":
+                if part.get("toolCallId") not in pending:
+                    return "a tool result must answer an earlier call of the same turn"
+                pending.remove(part.get("toolCallId"))
+    return "every tool call of a completed turn needs exactly one result" if pending else None
+
+
+def turn_problem(turn: Any) -> str | None:
+    """Why ``turn`` is not one whole committed exchange, or ``None`` when it is."""
+    problem = shape_problem("completed-turn", turn)
+    if problem is not None:
+        return problem
+    user, terminal = turn["user"], turn["terminal"]
+    structural = turn.get("structural", [])
+    if user.get("role") != "user" or "text" not in _types(user):
+        return "the first row of a turn must be a user message with a text part"
+    if not all(_is_structural(row) for row in structural):
+        return "a structural row must be an assistant tool call or a tool result"
+    if not _is_terminal(terminal):
+        return "the terminal row must be an assistant message with a text part and no tool call"
+    return _calls_answered(structural)
+
+
+def turn_rows(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a sound turn in commit order: user, structural rows, terminal."""
+    return [turn["user"], *turn.get("structural", []), turn["terminal"]]
