@@ -16,6 +16,7 @@ __all__ = ["main"]
 # (module, one-line help) per sub-command, in the order the help lists them.
 _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._cli.run",
+    "relavium_conformance._cli.report",
     "relavium_conformance._cli.selftest",
     "relavium_conformance._cli.coverage",
     "relavium_conformance._cli.snapshots",

@@ -169,7 +169,8 @@ def _failed_clause_line(clause: ClauseResult, statuses: dict[str, CaseStatus]) -
     failing = getattr(clause, "failed_by", ()) or [c for c in clause.cases if statuses.get(c) in _FAILING]
     others = [c for c in clause.cases if c not in failing]
     parts = [f"{_code(case)} ({statuses[case].value})" for case in failing if case in statuses]
-    line = f"- **{clause.id}** {_cell(clause_summary(clause.id))}: " + ", ".join(parts)
+    summary = _cell(clause_summary(clause.id)).rstrip(".")
+    line = f"- **{clause.id}**" + (f" ({summary})" if summary else "") + ": " + ", ".join(parts)
     kind = getattr(clause, "failure_kind", None)
     if kind is not None:
         line += f" ({getattr(kind, 'value', kind)} failure)"
