@@ -2,10 +2,10 @@
 
 GitHub refuses a comment or a job summary over 65,536 characters, so the report has a hard cap
 (:data:`MARKDOWN_LIMIT`): the header, the area table and the clause lists always fit; the failed cases fill
-what is left, each in a collapsible ``<details>`` block with its clauses (and their summaries), its reason
-and its differences; past the cap the remaining cases are listed one per line, and past that they are
-counted, with a pointer to the full JSON results.  Under a baseline the new failures come first and the
-known ones are collapsed to a count.
+what is left: every case gets at least one line, and in order as many as fit get a collapsible
+``<details>`` block with their clauses (and summaries), reason and differences; only if even the one-line
+entries do not fit are the last cases counted instead, with a pointer to the full JSON results.  Under a
+baseline the new failures come first and the known ones are collapsed to a count.
 """
 
 from __future__ import annotations
@@ -224,17 +224,21 @@ def markdown_report(run: RunResult, *, limit: int = MARKDOWN_LIMIT, full_results
     reserve = 400  # the omission note, the section heading and the final newline
     budget = limit - len(head) - len(tail) - reserve
     heading = "## New failures" if run.baseline is not None else "## Failed and errored cases"
-    parts: list[str] = []
+    # every failure gets at least its one line; the detailed blocks take what is left, in order
+    lines = [_case_line(case, run.baseline) for case in shown]
     omitted = 0
-    for index, case in enumerate(shown):
+    while lines and sum(map(len, lines)) > budget:
+        lines.pop()
+        omitted += 1
+    spare = budget - sum(map(len, lines))
+    parts: list[str] = []
+    for case, line in zip(shown, lines, strict=False):
         block = _case_block(case, run.baseline)
-        if len(block) > budget:
-            block = _case_line(case, run.baseline)
-        if len(block) > budget:
-            omitted = len(shown) - index
-            break
-        parts.append(block)
-        budget -= len(block)
+        if len(block) - len(line) <= spare:
+            spare -= len(block) - len(line)
+            parts.append(block)
+        else:
+            parts.append(line)
     body = ""
     if shown:
         body = f"{heading} ({len(shown)})\n\n" + "".join(parts)
