@@ -15,6 +15,7 @@ The public surface, by job:
 
 from __future__ import annotations
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import Case, load_cases, select_cases
 from relavium_conformance._corpus.catalogue import clause_ids, load_catalogue
 from relavium_conformance._data import DataMissingError, fixtures_dir, schemas_dir
@@ -34,7 +35,7 @@ from relavium_conformance._report.writers import TerminalReporter, write_json, w
 from relavium_conformance._run.runner import RunOutcome, run_cases, run_cases_sync
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.proofs import SelftestReport, run_selftest
-from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, resolve_adapter
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter
 from relavium_conformance._wire.jsonrpc import (
     PROTOCOL_VERSION,
     MalformedMessage,

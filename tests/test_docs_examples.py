@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from relavium_conformance._cli import build_parser
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import KNOWN_CAPABILITIES, load_cases
 from relavium_conformance._report.results import CaseStatus, ClauseStatus, RunResult
 from relavium_conformance._run.runner import run_cases_sync
-from relavium_conformance._wire.adapters import resolve_adapter
 from relavium_conformance._wire.protocol import (
     CALLBACKS,
     INVALID_INPUT,
@@ -184,18 +184,22 @@ def test_protocol_reference_documents_the_error_codes_and_capabilities() -> None
 
 
 def _run_options() -> set[str]:
+    """Every option of every sub-command, and the pytest plugin's own options."""
+    plugin = (ROOT / "conformance" / "pytest_plugin.py").read_text(encoding="utf-8")
+    options = set(re.findall(r'addoption\(\s*"(--[a-z-]+)"', plugin))
     for action in build_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):
-            run = action.choices["run"]
-            return {option for item in run._actions for option in item.option_strings}
+            for command in action.choices.values():
+                options |= {option for item in command._actions for option in item.option_strings}
+            return options
     raise AssertionError("the command line has no sub-commands")
 
 
 @pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md"])
 def test_run_options_in_the_docs_exist(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
-    # not options of `run`: the pytest plugin's option, and an option of an example adapter's own
-    used = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--relavium-adapter", "--verbose"}
+    # not options of the kit: an example adapter's own, and pytest's
+    used = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--verbose", "--lf"}
     assert used, page
     assert used <= _run_options()
 

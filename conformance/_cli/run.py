@@ -10,15 +10,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from relavium_conformance._corpus.cases import load_cases, select_cases
+from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
+from relavium_conformance._corpus.cases import select_cases
+from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
 from relavium_conformance._report.provenance import run_context
 from relavium_conformance._report.results import ExitCode, exit_code
-from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._report.writers import (
+    TerminalReporter,
+    write_github_summary,
+    write_json,
+    write_junit,
+    write_markdown,
+)
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.proofs import run_selftest
-from relavium_conformance._wire.adapters import StdioAdapter, resolve_adapter
+from relavium_conformance._wire.adapters import StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
 
@@ -35,17 +43,35 @@ def register(subparsers: Any) -> None:
             "2 usage error, 3 the implementation could not be started, 4 no case selected."
         ),
     )
-    parser.add_argument(
-        "--adapter",
-        default="reference",
-        help="reference (default, in-process), reference-stdio, or stdio:COMMAND for any program",
-    )
+    parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")
     parser.add_argument(
         "--select",
         action="append",
         default=[],
         metavar="PATTERN",
         help="keep cases by id, area, clause id or clause area (globs allowed); repeatable",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="drop matching cases (as --select); repeatable",
+    )
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also run the golden transcripts under DIR (a port's own cases, validated as the kit's)",
+    )
+    parser.add_argument("--maxfail", type=int, metavar="N", help="stop after N failed or errored cases")
+    parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    parser.add_argument(
+        "--github-summary",
+        action="store_true",
+        help="append the Markdown summary to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
@@ -101,8 +127,8 @@ def _open_trace(path: Path) -> Iterator[TextIO]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    all_cases = load_cases()
-    cases = select_cases(all_cases, args.select)
+    all_cases = gather_cases(args.cases)
+    cases = exclude_cases(select_cases(all_cases, args.select), args.exclude)
     if args.list:
         for case in cases:
             print(f"{case.id}  [{', '.join(case.clauses)}]")
@@ -136,6 +162,7 @@ def _run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 on_case_start=on_case_start,
                 on_case_end=reporter.on_case_end,
+                maxfail=1 if args.exitfirst else args.maxfail,
             )
         )
     run = outcome.run.with_context(run_context(args.adapter, args.select))
@@ -152,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
         write_junit(run, args.junit)
     if args.markdown:
         write_markdown(run, args.markdown, full_results=str(args.json) if args.json else None)
+    if args.github_summary:
+        write_github_summary(run, full_results=str(args.json) if args.json else None)
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)

@@ -13,10 +13,10 @@ import asyncio
 import sys
 from typing import Any
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import Case, load_cases, select_cases, snapshot_path
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases
-from relavium_conformance._wire.adapters import resolve_adapter
 
 __all__ = ["regenerate", "register"]
 

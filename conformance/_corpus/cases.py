@@ -65,6 +65,7 @@ __all__ = [
     "load_case",
     "load_cases",
     "load_transcripts",
+    "load_transcripts_from",
     "select_cases",
     "snapshot_path",
     "transcript_schema",
@@ -261,7 +262,8 @@ def snapshot_path(case: Case) -> Path:
     return transcripts_dir() / f"{case.id}.snapshot.json"
 
 
-def load_case(path: Path) -> Case:
+def load_case(path: Path, *, root: Path | None = None) -> Case:
+    """One transcript; its id must be its path under ``root`` (default: the kit's transcripts)."""
     data = read_yaml(path, "case")
     if not isinstance(data, dict):
         raise KitUsageError(f"{path}: a case must be a mapping")
@@ -269,7 +271,7 @@ def load_case(path: Path) -> Case:
         case = kit_parse(Case, {**data, "source": str(path)})
     except Exception as exc:
         raise KitUsageError(f"{path}: {exc}") from None
-    expected_id = path.relative_to(transcripts_dir()).with_suffix("").as_posix()
+    expected_id = path.relative_to(root or transcripts_dir()).with_suffix("").as_posix()
     if case.id != expected_id:
         raise KitUsageError(f"{path}: id {case.id!r} must match its path {expected_id!r}")
     return case
@@ -277,11 +279,15 @@ def load_case(path: Path) -> Case:
 
 def load_transcripts() -> tuple[Case, ...]:
     """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
-    root = transcripts_dir()
+    return load_transcripts_from(transcripts_dir())
+
+
+def load_transcripts_from(root: Path) -> tuple[Case, ...]:
+    """Every case under ``root`` (a port's own cases, same format and checks), sorted by id."""
     paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
     if not paths:
         raise KitUsageError(f"no golden transcripts found under {root}")
-    cases = tuple(load_case(p) for p in paths)
+    cases = tuple(load_case(p, root=root) for p in paths)
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:

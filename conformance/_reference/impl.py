@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitShapeError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
     CreateParams,
@@ -456,12 +457,7 @@ class ReferenceImplementation:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("relavium-conformance")
-    except PackageNotFoundError:
-        return "0+checkout"
+    return kit_version()
 
 
 def _python_version() -> str:

@@ -10,9 +10,12 @@ baseline the new failures come first and the known ones are collapsed to a count
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import (
     BaselineComparison,
     CaseResult,
@@ -35,7 +38,7 @@ from relavium_conformance._report.wording import (
     printable,
 )
 
-__all__ = ["MARKDOWN_LIMIT", "markdown_report", "write_markdown"]
+__all__ = ["MARKDOWN_LIMIT", "markdown_report", "write_github_summary", "write_markdown"]
 
 MARKDOWN_LIMIT = 65_536
 """GitHub's limit for a comment or a job summary, in characters; the report stays under it."""
@@ -259,3 +262,16 @@ def markdown_report(run: RunResult, *, limit: int = MARKDOWN_LIMIT, full_results
 
 def write_markdown(run: RunResult, path: Path, *, full_results: str | None = None) -> None:
     path.write_text(markdown_report(run, full_results=full_results), encoding="utf-8")
+
+
+def write_github_summary(
+    run: RunResult, *, environ: Mapping[str, str] | None = None, full_results: str | None = None
+) -> Path:
+    """Append the Markdown summary to the file GitHub Actions names in ``GITHUB_STEP_SUMMARY``."""
+    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not target:
+        raise KitUsageError("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(markdown_report(run, full_results=full_results) + "\n")
+    return path

@@ -15,7 +15,12 @@ from relavium_conformance._report.json_report import (
     write_json,
 )
 from relavium_conformance._report.junit import junit_tree, write_junit
-from relavium_conformance._report.markdown import MARKDOWN_LIMIT, markdown_report, write_markdown
+from relavium_conformance._report.markdown import (
+    MARKDOWN_LIMIT,
+    markdown_report,
+    write_github_summary,
+    write_markdown,
+)
 from relavium_conformance._report.terminal import STATUS_CHARS, TerminalReporter, colour_wanted
 from relavium_conformance._report.wording import exit_line
 
@@ -30,6 +35,7 @@ __all__ = [
     "read_json",
     "results_document",
     "results_validator",
+    "write_github_summary",
     "write_json",
     "write_junit",
     "write_markdown",

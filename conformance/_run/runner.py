@@ -70,8 +70,12 @@ async def run_cases(
     on_case_start: Callable[[str], None] | None = None,
     on_case_end: Callable[[CaseResult], None] | None = None,
     snapshots: bool | None = None,
+    first_handle: int = 1,
+    maxfail: int | None = None,
 ) -> RunOutcome:
-    """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine."""
+    """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
+    Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
+    ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's)."""
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
     router = _Router()
@@ -105,7 +109,7 @@ async def run_cases(
                     case,
                     adapter,
                     hello,
-                    handle=f"case-{index + 1}",
+                    handle=f"case-{first_handle + index}",
                     register=router.register,
                     timeout=timeout,
                     compare_snapshot=compare,
@@ -115,6 +119,9 @@ async def run_cases(
             results.append(result)
             if on_case_end:
                 on_case_end(result)
+            bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
+            if maxfail is not None and bad >= maxfail:
+                break
     finally:
         await adapter.close()
     implementation = ImplementationInfo(

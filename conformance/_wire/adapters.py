@@ -6,19 +6,19 @@
 * :class:`StdioAdapter` runs a program and speaks JSON-RPC 2.0 over its stdin/stdout (one object per
   line, requests both ways); stderr is captured out of band.
 
-Adapter names on the command line: ``reference`` (in-process reference engine), ``reference-stdio``
-(the reference engine as a subprocess, through this very protocol), ``stdio:COMMAND`` (any program).
+Adapter names (``reference``, ``stdio:COMMAND``, ``python:module:factory``...) are resolved in
+:mod:`relavium_conformance._connect`, above this room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.model import kit_parse
@@ -32,17 +32,14 @@ __all__ = [
     "OperationError",
     "StdioAdapter",
     "kit_hello_params",
-    "reference_stdio_command",
-    "resolve_adapter",
+    "parse_hello",
 ]
 
 
 def kit_hello_params() -> dict[str, Any]:
-    from relavium_conformance._reference.impl import _version
-
     return {
         "protocolVersion": PROTOCOL_VERSION,
-        "kit": {"name": "relavium-conformance", "version": _version()},
+        "kit": {"name": "relavium-conformance", "version": kit_version()},
     }
 
 
@@ -101,7 +98,9 @@ class InProcessAdapter:
             return await asyncio.shield(task)
 
         self._implementation = self._factory(isolated)
-        return self._implementation.hello_result()
+        hello = self._implementation.hello_result()
+        # a port may answer with the plain JSON object it would send over stdio
+        return hello if isinstance(hello, HelloResult) else parse_hello(hello)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         if self._implementation is None:
@@ -115,6 +114,10 @@ class InProcessAdapter:
         except TimeoutError:
             task.cancel()
             raise AdapterError(f"no answer to {method!r} within {timeout:g} s") from None
+        except (AdapterError, KitUsageError, OperationError):
+            raise
+        except Exception as exc:  # a port's own bug: the case errors, the run goes on
+            raise AdapterError(f"{method!r} raised {type(exc).__name__}: {exc}") from None
 
     async def recover(self) -> None:
         if self._callback is not None:
@@ -162,7 +165,7 @@ class StdioAdapter:
     async def open(self, callback: Callback) -> HelloResult:
         self._callback = callback
         result = await self._connection.start(kit_hello_params())
-        return _parse_hello(result)
+        return parse_hello(result)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
         try:
@@ -189,31 +192,8 @@ class StdioAdapter:
             await self._connection.close()
 
 
-def _parse_hello(result: Any) -> HelloResult:
+def parse_hello(result: Any) -> HelloResult:
     try:
         return kit_parse(HelloResult, result)
     except KitShapeError as exc:
         raise AdapterError(f"the hello answer is malformed: {exc}") from None
-
-
-def _reference_factory(callback: Callback) -> InProcessImplementation:
-    from relavium_conformance._reference.impl import ReferenceImplementation
-
-    return ReferenceImplementation(callback)
-
-
-def reference_stdio_command() -> list[str]:
-    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
-
-
-def resolve_adapter(
-    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
-) -> Adapter:
-    """``reference`` | ``reference-stdio`` | ``stdio:COMMAND``."""
-    if name == "reference":
-        return InProcessAdapter("reference", _reference_factory)
-    if name == "reference-stdio":
-        return StdioAdapter(name, reference_stdio_command(), validate=validate, request_timeout=timeout)
-    if name.startswith("stdio:") and name[len("stdio:") :].strip():
-        return StdioAdapter(name, name[len("stdio:") :], validate=validate, request_timeout=timeout)
-    raise KitUsageError(f"unknown adapter {name!r}: use reference, reference-stdio or stdio:COMMAND")

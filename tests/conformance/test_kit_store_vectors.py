@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import load_cases, select_cases
 from relavium_conformance._corpus.vectors import (
     StoredColumnsVector,
@@ -34,7 +35,7 @@ from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.proofs import check_broken
-from relavium_conformance._wire.adapters import InProcessAdapter, resolve_adapter
+from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.messages import StoredRowError
 from relavium_conformance._wire.protocol import OPERATIONS, OperationError
 from relavium_conformance._wire.validation import ProtocolValidator

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import load_cases, select_cases
 from relavium_conformance._corpus.vectors import (
     SUITES,
@@ -29,7 +30,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import RunOutcome, run_cases_sync
-from relavium_conformance._wire.adapters import InProcessAdapter, resolve_adapter
+from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import OPERATIONS, protocol_schemas
 from relavium_reference._schemas import render

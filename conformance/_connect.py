@@ -1,0 +1,132 @@
+"""Adapter names: how a command line, a pytest option or a script names the implementation to test.
+
+* ``reference``: the reference engine, in-process;
+* ``reference-stdio``: the reference engine as a subprocess, through the stdio protocol;
+* ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
+* ``python:package.module:factory``: a Python port, in-process.  ``factory`` is called with the kit's
+  callback and returns an object with ``hello_result()`` and ``async handle(method, params)`` (see
+  ``docs/adapters.md``); ``factory`` may be a dotted attribute path (``module:Class.make``).
+
+Any name may carry a short alias in front, ``ALIAS=NAME`` (``echo=stdio:node echo-adapter.mjs``): the
+alias is what reports and pytest ids show.  Without one, :func:`adapter_alias` derives a short name that
+never contains a machine path.
+
+This module sits above the rooms: it is the one place that knows the kit's own reference engine
+(``_reference/``) as an adapter, so the transports in ``_wire/`` stay free of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import Any
+
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._wire.adapters import (
+    Adapter,
+    InProcessAdapter,
+    InProcessImplementation,
+    StdioAdapter,
+)
+from relavium_conformance._wire.protocol import Callback
+
+__all__ = [
+    "ADAPTER_NAMES_HELP",
+    "adapter_alias",
+    "python_factory",
+    "reference_stdio_command",
+    "resolve_adapter",
+    "split_alias",
+]
+
+ADAPTER_NAMES_HELP = (
+    "reference (in-process), reference-stdio, stdio:COMMAND (any program), or python:MODULE:FACTORY "
+    "(a Python port, in-process); ALIAS=NAME names it in reports"
+)
+
+_ALIAS = re.compile(r"^(?P<alias>[A-Za-z0-9_.-]+)=(?P<name>.+)$")
+_PYTHON = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)$")
+
+
+def split_alias(name: str) -> tuple[str | None, str]:
+    """``ALIAS=NAME`` -> (alias, name); a plain name -> (None, name)."""
+    matched = _ALIAS.match(name)
+    if matched is None:
+        return None, name
+    return matched["alias"], matched["name"]
+
+
+def adapter_alias(name: str) -> str:
+    """A short, stable name for reports and test ids: no command line, no machine path."""
+    alias, bare = split_alias(name)
+    if alias is not None:
+        return alias
+    if bare in ("reference", "reference-stdio"):
+        return bare
+    python = _PYTHON.match(bare)
+    if python is not None:
+        return f"python:{python['module'].rsplit('.', 1)[-1]}"
+    if bare.startswith("stdio:"):
+        try:
+            words = shlex.split(bare[len("stdio:") :])
+        except ValueError:
+            words = bare[len("stdio:") :].split()
+        programs = [w for w in words if not w.startswith("-") and "=" not in w]
+        # the script a runtime runs names the port better than the runtime (node echo-adapter.mjs)
+        chosen = programs[-1] if programs else "program"
+        return f"stdio:{PurePath(chosen).stem or 'program'}"
+    return bare
+
+
+def reference_stdio_command() -> list[str]:
+    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
+
+
+def _reference_factory(callback: Callback) -> InProcessImplementation:
+    from relavium_conformance._reference.impl import ReferenceImplementation
+
+    return ReferenceImplementation(callback)
+
+
+def python_factory(spec: str) -> Callable[[Callback], InProcessImplementation]:
+    """The factory named by ``module:attr`` (or ``python:module:attr``), imported now."""
+    matched = _PYTHON.match(spec if spec.startswith("python:") else f"python:{spec}")
+    if matched is None:
+        raise KitUsageError(f"a Python adapter is named python:package.module:factory, not {spec!r}")
+    try:
+        target: Any = importlib.import_module(matched["module"])
+    except ImportError as exc:
+        raise KitUsageError(
+            f"cannot import {matched['module']!r} for the Python adapter: {exc} "
+            "(is it installed, or on PYTHONPATH?)"
+        ) from None
+    for part in matched["attr"].split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise KitUsageError(f"{matched['module']!r} has no attribute {matched['attr']!r}") from None
+    if not callable(target):
+        raise KitUsageError(f"{matched['module']}:{matched['attr']} is not callable")
+    factory: Callable[[Callback], InProcessImplementation] = target
+    return factory
+
+
+def resolve_adapter(
+    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
+) -> Adapter:
+    """The adapter a name stands for (see the module documentation for the forms)."""
+    alias, bare = split_alias(name)
+    label = alias or bare  # what reports show as the adapter
+    if bare == "reference":
+        return InProcessAdapter(label, _reference_factory)
+    if bare == "reference-stdio":
+        return StdioAdapter(label, reference_stdio_command(), validate=validate, request_timeout=timeout)
+    if bare.startswith("stdio:") and bare[len("stdio:") :].strip():
+        return StdioAdapter(label, bare[len("stdio:") :], validate=validate, request_timeout=timeout)
+    if bare.startswith("python:"):
+        return InProcessAdapter(label, python_factory(bare))
+    raise KitUsageError(f"unknown adapter {name!r}: use {ADAPTER_NAMES_HELP}")

@@ -1,0 +1,44 @@
+"""Which cases a run sees: the kit's corpus, a port's own case folders, ``--select`` and ``--exclude``.
+
+A port's own cases (``run --cases DIR``, the plugin's ``--relavium-cases DIR``) are golden transcripts
+in the kit's format, validated exactly as the kit's are; their ids are their paths under ``DIR`` and
+must not collide with the kit's.  ``--exclude`` takes the same patterns as ``--select`` (ids, areas,
+clause ids, clause areas, globs) and removes what they match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from relavium_conformance._corpus.cases import AnyCase, load_cases, load_transcripts_from, select_cases
+from relavium_conformance._corpus.catalogue import unknown_ids
+from relavium_conformance._errors import KitUsageError
+
+__all__ = ["exclude_cases", "gather_cases"]
+
+
+def exclude_cases(cases: tuple[AnyCase, ...], patterns: Sequence[str]) -> tuple[AnyCase, ...]:
+    """Drop the cases any pattern matches (the matching of :func:`select_cases`)."""
+    if not patterns:
+        return cases
+    dropped = {case.id for case in select_cases(cases, list(patterns))}
+    return tuple(case for case in cases if case.id not in dropped)
+
+
+def gather_cases(extra_dirs: Sequence[Path] = ()) -> tuple[AnyCase, ...]:
+    """The kit's cases plus every case under ``extra_dirs``, sorted by id."""
+    cases: list[AnyCase] = list(load_cases())
+    seen = {case.id for case in cases}
+    for folder in extra_dirs:
+        if not folder.is_dir():
+            raise KitUsageError(f"--cases {folder}: not a folder")
+        for case in load_transcripts_from(folder.resolve()):
+            if case.id in seen:
+                raise KitUsageError(f"{case.source}: case id {case.id!r} is already taken")
+            unknown = unknown_ids(case.clauses)
+            if unknown:
+                raise KitUsageError(f"{case.source}: cites unknown clause ids {', '.join(unknown)}")
+            seen.add(case.id)
+            cases.append(case)
+    return tuple(sorted(cases, key=lambda c: c.id))
