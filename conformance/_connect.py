@@ -3,6 +3,8 @@
 * ``reference``: the reference engine, in-process;
 * ``reference-stdio``: the reference engine as a subprocess, through the stdio protocol;
 * ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
+* ``broken:NAME``: one of the kit's deliberately broken implementations (``selftest`` lists them),
+  in-process: to see what a failure looks like, or to prove a check bites;
 * ``python:package.module:factory``: a Python port, in-process.  ``factory`` is called with the kit's
   callback and returns an object with ``hello_result()`` and ``async handle(method, params)`` (see
   ``docs/adapters.md``); ``factory`` may be a dotted attribute path (``module:Class.make``).
@@ -44,8 +46,8 @@ __all__ = [
 ]
 
 ADAPTER_NAMES_HELP = (
-    "reference (in-process), reference-stdio, stdio:COMMAND (any program), or python:MODULE:FACTORY "
-    "(a Python port, in-process); ALIAS=NAME names it in reports"
+    "reference (in-process), reference-stdio, stdio:COMMAND (any program), python:MODULE:FACTORY "
+    "(a Python port, in-process) or broken:NAME (a broken engine of the selftest); ALIAS=NAME names it"
 )
 
 _ALIAS = re.compile(r"^(?P<alias>[A-Za-z0-9_.-]+)=(?P<name>.+)$")
@@ -129,4 +131,12 @@ def resolve_adapter(
         return StdioAdapter(label, bare[len("stdio:") :], validate=validate, request_timeout=timeout)
     if bare.startswith("python:"):
         return InProcessAdapter(label, python_factory(bare))
+    if bare.startswith("broken:"):
+        from relavium_conformance._selftest.broken import broken_by_name
+
+        try:
+            broken = broken_by_name(bare[len("broken:") :])
+        except KeyError:
+            raise KitUsageError(f"no broken implementation is named {bare[len('broken:') :]!r}") from None
+        return InProcessAdapter(label, broken.factory())
     raise KitUsageError(f"unknown adapter {name!r}: use {ADAPTER_NAMES_HELP}")

@@ -10,7 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["DataMissingError", "data_root", "fixtures_dir", "parse_yaml", "read_yaml", "schemas_dir"]
+__all__ = [
+    "CORPUS_JSON",
+    "DataMissingError",
+    "corpus_json_path",
+    "data_root",
+    "examples_dir",
+    "fixtures_dir",
+    "parse_yaml",
+    "read_yaml",
+    "schemas_dir",
+]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -37,6 +47,70 @@ def schemas_dir() -> Path:
     return data_root("schemas")
 
 
+def examples_dir() -> Path | None:
+    """The example adapters: ``docs/examples/`` (checkout), ``relavium_conformance/examples`` (wheel)."""
+    for candidate in (_PACKAGE_DIR / "examples", _PACKAGE_DIR.parent / "docs" / "examples"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+CORPUS_JSON = "corpus.json"
+CORPUS_FORMAT = 1
+
+
+def corpus_json_path() -> Path | None:
+    """The JSON copy of the fixtures, generated when a wheel is built (absent in a checkout)."""
+    path = fixtures_dir() / CORPUS_JSON
+    return path if path.is_file() else None
+
+
+def build_corpus_json(root: Path) -> dict[str, Any]:
+    """Every YAML file under ``root`` as JSON data, keyed by its path under ``root``, with the SHA-256 of
+    the exact YAML text it was read from.  The YAML stays the source: this copy is made at build time
+    (``setup.py``) for readers without a YAML library, and for the kit to skip parsing."""
+    import hashlib
+
+    files: dict[str, Any] = {}
+    for path in sorted(root.rglob("*.yaml")):
+        raw = path.read_bytes()
+        files[path.relative_to(root).as_posix()] = {
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "data": parse_yaml(raw.decode("utf-8")),
+        }
+    return {"format": CORPUS_FORMAT, "files": files}
+
+
+_CORPUS_CACHE: dict[Path, dict[str, Any]] = {}
+
+
+def _from_corpus_json(path: Path, raw: bytes) -> tuple[bool, Any]:
+    """(True, data) when the JSON copy holds this exact file; (False, None) otherwise."""
+    corpus = corpus_json_path()
+    if corpus is None:
+        return False, None
+    root = corpus.parent
+    try:
+        key = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return False, None
+    if root not in _CORPUS_CACHE:
+        import json
+
+        try:
+            _CORPUS_CACHE[root] = json.loads(corpus.read_text(encoding="utf-8")).get("files", {})
+        except (OSError, ValueError, AttributeError):
+            _CORPUS_CACHE[root] = {}
+    entry = _CORPUS_CACHE[root].get(key)
+    if not isinstance(entry, dict):
+        return False, None
+    import hashlib
+
+    if entry.get("sha256") != hashlib.sha256(raw).hexdigest():
+        return False, None  # the YAML changed since the copy was made: the YAML wins
+    return True, entry.get("data")
+
+
 def parse_yaml(text: str) -> Any:
     """Parse YAML text with the kit's one parser: ruamel's pure-Python safe loader, always.
 
@@ -53,9 +127,13 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     from relavium_conformance._errors import KitUsageError
 
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise KitUsageError(f"{path}: the {what} cannot be read ({type(exc).__name__})") from None
+    found, data = _from_corpus_json(path, raw)
+    if found:
+        return data
     try:
         return parse_yaml(text)
     except Exception as exc:

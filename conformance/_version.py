@@ -1,14 +1,20 @@
-"""The kit's own version, as installed (``0+checkout`` when run from a checkout without metadata)."""
+"""The kit's version, looked up in one place (the installed distribution's metadata)."""
 
 from __future__ import annotations
 
-__all__ = ["kit_version"]
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+
+__all__ = ["DISTRIBUTION", "kit_version"]
+
+DISTRIBUTION = "relavium-conformance"
+CHECKOUT_VERSION = "0+checkout"
+"""What a source tree that was never installed reports."""
 
 
+@cache
 def kit_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("relavium-conformance")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
-        return "0+checkout"
+        return CHECKOUT_VERSION

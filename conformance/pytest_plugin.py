@@ -20,9 +20,6 @@ An adapter is opened once per session (one subprocess for ``stdio:``) and serves
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,47 +171,6 @@ def _known_failures(path: Path) -> dict[str, str]:
     return {entry.case: entry.reason for entry in baseline.known_failures}
 
 
-class _KeptOpen:
-    """An adapter opened once and lent to one case at a time: ``close`` is a no-op until shutdown."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name: str = inner.name
-        self.hello: Any = None
-        self._router: Any = None
-
-    async def _forward(self, method: str, params: dict[str, Any]) -> Any:
-        return await self._router(method, params)
-
-    async def open(self, callback: Any) -> Any:
-        self._router = callback
-        if self.hello is None:
-            self.hello = await self.inner.open(self._forward)
-        return self.hello
-
-    async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
-        return await self.inner.call(method, params, timeout=timeout)
-
-    async def recover(self) -> None:
-        await self.inner.recover()
-
-    def stderr_tail(self) -> list[str]:
-        tail: list[str] = self.inner.stderr_tail()
-        return tail
-
-    def cork(self) -> None:
-        self.inner.cork()
-
-    async def uncork(self) -> None:
-        await self.inner.uncork()
-
-    async def close(self) -> None:
-        return None
-
-    async def shutdown(self) -> None:
-        await self.inner.close()
-
-
 @dataclass
 class _State:
     """The plugin's session: the cases, the adapters it opened, and the one event loop they live on."""
@@ -222,9 +178,7 @@ class _State:
     extra_dirs: list[Path] = field(default_factory=list)
     timeout: float = 15.0
     _cases: dict[str, Any] | None = None
-    _adapters: dict[str, _KeptOpen] = field(default_factory=dict)
-    _runner: asyncio.Runner | None = None
-    _handles: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _sessions: dict[str, Any] = field(default_factory=dict)
 
     def configure(self, *, extra_dirs: list[Path], timeout: float) -> None:
         self.extra_dirs, self.timeout, self._cases = extra_dirs, timeout, None
@@ -248,28 +202,17 @@ class _State:
 
     def run_one(self, adapter_name: str, case_id: str) -> Any:
         from relavium_conformance._connect import resolve_adapter
-        from relavium_conformance._run.runner import run_cases
+        from relavium_conformance._run.kept import CaseSession
 
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-        if adapter_name not in self._adapters:
-            self._adapters[adapter_name] = _KeptOpen(resolve_adapter(adapter_name, timeout=self.timeout))
-        adapter = self._adapters[adapter_name]
-        outcome = self._runner.run(
-            run_cases(adapter, [self.case(case_id)], timeout=self.timeout, first_handle=next(self._handles))
-        )
-        [result] = outcome.run.cases
-        return result
+        if adapter_name not in self._sessions:
+            adapter = resolve_adapter(adapter_name, timeout=self.timeout)
+            self._sessions[adapter_name] = CaseSession(adapter, timeout=self.timeout)
+        return self._sessions[adapter_name].run_one(self.case(case_id))
 
     def shutdown(self) -> None:
-        if self._runner is not None:
-            for adapter in self._adapters.values():
-                # an implementation that fails to close must not fail the session
-                with contextlib.suppress(Exception):
-                    self._runner.run(adapter.shutdown())
-            self._runner.close()
-        self._adapters.clear()
-        self._runner = None
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
 
 
 _STATE = _State()

@@ -1,4 +1,5 @@
-"""Hypothesis strategies of generated conformance cases (needs Hypothesis: the kit's ``test`` extra).
+"""Hypothesis strategies of generated conformance cases (needs Hypothesis: the kit's ``strategies`` extra,
+``pip install 'relavium-conformance[strategies]'``).
 
 A Python port can run the kit's generated scenarios against its own adapter::
 
@@ -15,6 +16,15 @@ A shrunk failure prints as a golden transcript, ready for ``fixtures/transcripts
 """
 
 from __future__ import annotations
+
+try:
+    import hypothesis  # noqa: F401  (only to say clearly what is missing)
+except ImportError:
+    raise ModuleNotFoundError(
+        "relavium_conformance.strategies needs Hypothesis, which is not installed: "
+        "pip install 'relavium-conformance[strategies]'",
+        name="hypothesis",
+    ) from None
 
 from relavium_conformance._corpus.generated import (
     GENERATED_CLAUSES,

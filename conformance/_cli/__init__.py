@@ -1,7 +1,7 @@
 """The ``relavium-conformance`` command line: a thin dispatcher over sub-command modules.
 
-Each sub-command lives in its own module exposing ``register(subparsers)``; the module is imported
-only when the command line is parsed, so a broken optional part cannot stop the others.
+Each sub-command lives in its own module exposing ``register(subparsers)``; the modules are imported
+when the command line is parsed.
 """
 
 from __future__ import annotations
@@ -13,15 +13,18 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-# (module, one-line help) per sub-command, in the order the help lists them.
+# The module of each sub-command, in the order the help lists them.
 _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._cli.run",
     "relavium_conformance._cli.report",
+    "relavium_conformance._cli.fuzz",
+    "relavium_conformance._cli.interop",
     "relavium_conformance._cli.selftest",
     "relavium_conformance._cli.coverage",
     "relavium_conformance._cli.snapshots",
+    "relavium_conformance._cli.data_path",
     "relavium_conformance._reference.stdio_server",
-    "relavium_reference._host.export_cli",
+    "relavium_conformance._reference.export_command",
 )
 
 
@@ -32,13 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in _SUBCOMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # that part of the kit is not built yet
-            raise
-        module.register(subparsers)
+        # Every sub-command ships with the kit: a missing one is a packaging bug, so it fails loudly.
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 

@@ -12,9 +12,10 @@ from typing import Any, TextIO
 
 from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
 from relavium_conformance._corpus.cases import select_cases
+from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
 from relavium_conformance._report.provenance import run_context
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import (
@@ -88,6 +89,18 @@ def register(subparsers: Any) -> None:
         help="also run the kit's deliberately broken implementations and record, per clause, which ones "
         "its cases caught (proven_by in the JSON results)",
     )
+    parser.add_argument(
+        "--require-capability",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="fail the run (exit 1) unless the implementation declares NAME; repeatable",
+    )
+    parser.add_argument(
+        "--require-all",
+        action="store_true",
+        help="fail the run unless the implementation declares every capability of the catalogue",
+    )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print each case as it starts and as it ends"
@@ -136,6 +149,12 @@ def _run(args: argparse.Namespace) -> int:
     if not cases:
         print("relavium-conformance: no case matches the selection", file=sys.stderr)
         return int(ExitCode.NO_CASES)
+    unknown = sorted(set(args.require_capability) - set(CAPABILITIES))
+    if unknown:
+        raise KitUsageError(
+            f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
+            f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
+        )
     baseline = load_baseline(args.baseline) if args.baseline else None
     validator = ProtocolValidator() if args.validate_protocol else None
     with contextlib.ExitStack() as stack:
@@ -167,12 +186,21 @@ def _run(args: argparse.Namespace) -> int:
         )
     run = outcome.run.with_context(run_context(args.adapter, args.select))
     if args.with_proofs:
-        proofs = asyncio.run(run_selftest(include_misbehaviours=False)).proofs()
+        proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
         run = run.with_proofs(proofs)
     if baseline is not None:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
+    gate = capability_gate(
+        run,
+        baseline=baseline,
+        baseline_file=str(args.baseline),
+        required=args.require_capability,
+        require_all=CAPABILITIES if args.require_all else None,
+    )
+    if gate is not None:
+        run = run.with_capability_gate(gate)
     if args.json:
         write_json(run, args.json)
     if args.junit:
@@ -184,6 +212,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
+    if gate is not None and gate.missing:
+        print(
+            f"capabilities: {', '.join(gate.missing)} required ({', '.join(gate.sources)}) "
+            "but not declared by the implementation",
+            file=sys.stderr,
+        )
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")
     if trace is not None:

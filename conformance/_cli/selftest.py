@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +23,53 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
     parser.add_argument("--no-misbehaviours", action="store_true", help="skip the misbehaving stdio programs")
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="also run every broken implementation as a subprocess over stdio (it must be caught on both)",
+    )
+    parser.add_argument(
+        "--serve",
+        metavar="NAME",
+        help="serve one broken implementation or compliant alternative over stdio (as stdio-server does), "
+        "so a run can check it through the stdio transport: --adapter 'stdio:relavium-conformance "
+        "selftest --serve NAME'",
+    )
     parser.set_defaults(handler=_main)
 
 
+def serve_variant(name: str) -> int:
+    """Serve the broken implementation or compliant alternative ``name`` over stdio until ``bye``."""
+    from relavium_conformance._reference.stdio_server import serve_stdio
+    from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+    from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
+
+    factories = {b.name: b.factory() for b in BROKEN_IMPLEMENTATIONS}
+    factories.update({a.name: a.factory() for a in COMPLIANT_ALTERNATIVES})
+    if name not in factories:
+        print(
+            f"relavium-conformance: no broken implementation or alternative named {name!r}", file=sys.stderr
+        )
+        return 2
+    return asyncio.run(serve_stdio(factories[name]))
+
+
 def _main(args: argparse.Namespace) -> int:
+    if args.serve:
+        return serve_variant(args.serve)
     report = asyncio.run(
         run_selftest(
-            on_progress=lambda line: print(line, flush=True), include_misbehaviours=not args.no_misbehaviours
+            on_progress=lambda line: print(line, flush=True),
+            include_misbehaviours=not args.no_misbehaviours,
+            stdio=args.stdio,
         )
     )
     caught = sum(v.caught for v in report.broken)
     survived = sum(m.ok for m in report.misbehaviours)
+    accepted = sum(a.accepted for a in report.alternatives)
     print(
         f"\n{caught}/{len(report.broken)} broken implementations caught; "
+        f"{accepted}/{len(report.alternatives)} compliant alternatives accepted; "
         f"{survived}/{len(report.misbehaviours)} misbehaving programs survived"
     )
     if args.json:
@@ -48,11 +83,17 @@ def _main(args: argparse.Namespace) -> int:
                     "cases": list(v.cases),
                     "failed": list(v.failed),
                     "caught": v.caught,
+                    "proven": list(v.proven),
+                    "transports": list(v.transports),
                     "explanation": v.explanation,
                 }
                 for v in report.broken
             ],
             "misbehaviours": [{"mode": m.mode, "ok": m.ok, "detail": m.detail} for m in report.misbehaviours],
+            "alternatives": [
+                {"name": a.name, "behaviour": a.behaviour, "accepted": a.accepted, "failed": list(a.failed)}
+                for a in report.alternatives
+            ],
         }
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0 if report.ok else 1

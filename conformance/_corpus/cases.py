@@ -73,6 +73,7 @@ __all__ = [
 ]
 
 CASE_ID_PATTERN = r"^[a-z0-9-]+/[a-z0-9][a-z0-9-]*$"
+KD_PATTERN = r"^KD-[A-Z]+-\d+$"
 KNOWN_CAPABILITIES = frozenset(CAPABILITIES)  # the catalogue's vocabulary
 
 
@@ -103,6 +104,8 @@ class OpStep(KitStrict):
     agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
+    kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # what this step's
+    # expectation rests on beyond the specification (docs/kit-defined.md)
 
     @model_validator(mode="after")
     def _fields_fit_the_op(self) -> OpStep:
@@ -232,6 +235,8 @@ class Case(KitStrict):
         tuple[Annotated[str, Field(pattern=r"^(AS|SS)-[A-Z]+-\d{3}$")], ...], Field(min_length=1)
     ]
     capabilities: tuple[str, ...] = ("core",)
+    kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # the whole case rests on
+    # these choices (its expectations are kit-choice failures when unmet)
     setup: Setup = Field(default_factory=Setup)
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
     tools: tuple[ToolAnswer, ...] = ()

@@ -27,7 +27,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, model_validator
 
-from relavium_conformance._data import fixtures_dir
+from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
 
 __all__ = [
@@ -217,12 +217,7 @@ def catalogue_files(root: Path | None = None) -> list[Path]:
 
 
 def _read_yaml(path: Path) -> object:
-    from ruamel.yaml import YAML
-
-    try:
-        return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # ruamel raises many unrelated types for bad input
-        raise KitUsageError(f"{path.name}: not readable YAML ({type(exc).__name__})") from None
+    return read_yaml(path, "catalogue file")
 
 
 def load_catalogue_from(folder: Path) -> Catalogue:

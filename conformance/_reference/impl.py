@@ -49,6 +49,7 @@ from relavium_conformance._wire.protocol import (
     Callback,
 )
 from relavium_reference import (
+    DEFAULT_MAX_TOOL_TURNS,
     AgentSession,
     ApprovalRequest,
     FunctionTool,
@@ -74,6 +75,7 @@ from relavium_reference._model.messages import (
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext, parse_strict
+from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
 from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
@@ -115,16 +117,13 @@ def export_workflow(
     return document_to_data(document), serialize_workflow(document)
 
 
-_TERMINAL_REASONS = frozenset({"stop", "length", "content_filter"})
-
-
 def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> dict[str, Any]:
     """The engine's store, write side: the denormalised columns of ``message`` (KD-DB-3), wire form.
 
     ``finish_reason`` is the completed turn's stop reason, given for its terminal row only (absent:
     ``stop``); giving one for any other row is refused.
     """
-    if finish_reason is not None and finish_reason not in _TERMINAL_REASONS:
+    if finish_reason is not None and finish_reason not in TERMINAL_FINISH_REASONS:
         raise InvalidInputError("not a terminal stop reason", location="finishReason")
     if finish_reason is not None and (message.role != "assistant" or message.tool_calls):
         raise InvalidInputError(
@@ -246,7 +245,7 @@ class ReferenceImplementation:
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             implementation=ImplementationInfo(
-                name=self._name, version=_version(), language=f"python {_python_version()}"
+                name=self._name, version=kit_version(), language=f"python {_python_version()}"
             ),
             capabilities=self._capabilities,
         )
@@ -399,7 +398,7 @@ class ReferenceImplementation:
             sleep=sleep,
             tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),
             max_turns=deps.max_turns,
-            max_tool_turns=16 if deps.max_tool_turns is None else deps.max_tool_turns,
+            max_tool_turns=DEFAULT_MAX_TOOL_TURNS if deps.max_tool_turns is None else deps.max_tool_turns,
             allowed_commands=deps.allowed_commands,
             allowed_command_globs=deps.allowed_command_globs,
             command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
@@ -454,10 +453,6 @@ class ReferenceImplementation:
             advertise=None if allowed is None else (lambda name: name in allowed),
             confirm=confirm if spec.confirm else None,
         )
-
-
-def _version() -> str:
-    return kit_version()
 
 
 def _python_version() -> str:

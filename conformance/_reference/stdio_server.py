@@ -93,7 +93,14 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 
 def _main(args: argparse.Namespace) -> int:
-    return asyncio.run(serve_stdio(misbehave=args.misbehave, once_marker=args.once_marker))
+    factory: Any = ReferenceImplementation
+    if args.capabilities is not None:
+        declared = tuple(name for name in args.capabilities.split(",") if name)
+
+        def factory(callback: Any) -> ReferenceImplementation:
+            return ReferenceImplementation(callback, capabilities=declared)
+
+    return asyncio.run(serve_stdio(factory, misbehave=args.misbehave, once_marker=args.once_marker))
 
 
 def register(subparsers: Any) -> None:
@@ -103,4 +110,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--misbehave", choices=MISBEHAVIOURS, help="break the protocol on purpose (selftest)")
     parser.add_argument("--once-marker", type=Path, help="misbehave only while this file does not exist")
+    parser.add_argument(
+        "--capabilities",
+        metavar="A,B",
+        help="declare only these capabilities (comma-separated) instead of all the reference has",
+    )
     parser.set_defaults(handler=_main)

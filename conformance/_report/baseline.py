@@ -4,6 +4,7 @@ A baseline file (``--baseline FILE``, YAML or JSON, ``schemas/baseline.schema.js
 implementation is known to fail, each with a reason::
 
     implementation: my-port            # optional: refuse the file for another implementation
+    capabilities: [core, resume]       # optional: what the implementation declared when it was written
     known_failures:
       - case: lifecycle/abort-idle-is-noop
         reason: abort on an idle session still emits an event (issue 12)
@@ -12,6 +13,10 @@ implementation is known to fail, each with a reason::
 :func:`compare` sorts a run against it: failures the file does not list are *new*, entries whose case now
 passes or no longer exists are *stale*, the rest are *known*.  A run passes the gate only with neither new
 failures nor stale entries, so a fixed bug must also be taken out of the baseline.
+
+The capabilities a baseline records are a floor: :func:`capability_gate` fails a run that declares fewer
+(dropping a capability would otherwise turn its failing cases into quiet ``unsupported`` ones), and adds
+the capabilities a certification run asks for (``--require-capability``, ``--require-all``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import (
     CASE_ID_PATTERN,
     BaselineComparison,
+    CapabilityGate,
     CaseStatus,
     RunResult,
     StaleEntry,
@@ -43,6 +49,7 @@ __all__ = [
     "Baseline",
     "KnownFailure",
     "baseline_from_run",
+    "capability_gate",
     "compare",
     "load_baseline",
     "parse_baseline",
@@ -58,6 +65,7 @@ class KnownFailure(KitStrict):
 
 class Baseline(KitStrict):
     implementation: Annotated[str, Field(min_length=1)] | None = None
+    capabilities: tuple[Annotated[str, Field(min_length=1)], ...] | None = None
     known_failures: tuple[KnownFailure, ...]
 
     def cases(self) -> list[str]:
@@ -170,7 +178,46 @@ def baseline_from_run(run: RunResult, *, previous: Baseline | None = None) -> Ba
         )
         for case in run.failures()
     )
-    return Baseline(implementation=run.implementation.name, known_failures=entries)
+    return Baseline(
+        implementation=run.implementation.name,
+        capabilities=tuple(sorted(run.implementation.capabilities)) or None,
+        known_failures=entries,
+    )
+
+
+def capability_gate(
+    run: RunResult,
+    *,
+    baseline: Baseline | None = None,
+    baseline_file: str = "baseline",
+    required: Collection[str] = (),
+    require_all: Collection[str] | None = None,
+) -> CapabilityGate | None:
+    """What the run had to declare and what it did not; None when nothing was required.
+
+    ``required`` comes from ``--require-capability``; ``require_all`` is the whole vocabulary when
+    ``--require-all`` was given.  A name outside the catalogue's vocabulary is a usage error, caught by
+    the caller before the run.
+    """
+    wanted: dict[str, None] = {}
+    sources: list[str] = []
+    if baseline is not None and baseline.capabilities:
+        wanted.update(dict.fromkeys(baseline.capabilities))
+        sources.append(baseline_file)
+    if required:
+        wanted.update(dict.fromkeys(required))
+        sources.append("--require-capability")
+    if require_all is not None:
+        wanted.update(dict.fromkeys(require_all))
+        sources.append("--require-all")
+    if not sources:
+        return None
+    declared = set(run.implementation.capabilities)
+    return CapabilityGate(
+        required=tuple(sorted(wanted)),
+        missing=tuple(sorted(name for name in wanted if name not in declared)),
+        sources=tuple(sources),
+    )
 
 
 _HEADER = (
@@ -187,6 +234,8 @@ def write_baseline(run: RunResult, path: Path, *, previous: Baseline | None = No
     """
     baseline = baseline_from_run(run, previous=previous)
     document = baseline.model_dump(mode="json", exclude_none=True)
+    if not document.get("capabilities"):
+        document.pop("capabilities", None)
     for entry in document["known_failures"]:
         if not entry["clauses"]:
             del entry["clauses"]

@@ -16,19 +16,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from importlib import metadata
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._version import kit_version
 from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "KIT_DEFINED_PATTERN",
     "RESULTS_VERSION",
     "BaselineComparison",
+    "CapabilityGate",
     "CaseResult",
     "CaseStatus",
     "ClauseInfo",
@@ -39,6 +41,7 @@ __all__ = [
     "Difference",
     "DifferenceForm",
     "ExitCode",
+    "FailureKind",
     "ImplementationInfo",
     "KitInfo",
     "RunContext",
@@ -57,6 +60,9 @@ RESULTS_VERSION = 1
 
 CASE_ID_PATTERN = r"^[^/\s]+(?:/[^/\s]+)+$"
 """A case id is a path of at least two segments; the first segment is the case's area."""
+
+KIT_DEFINED_PATTERN = r"^KD-[A-Z]+-\d+$"
+"""A kit-defined choice: an entry of ``docs/kit-defined.md``."""
 
 
 _REASON_LIMIT = 300
@@ -99,11 +105,24 @@ class DifferenceForm(StrEnum):
     NOTE = "note"  # a fact with no value to compare (a refused message, a protocol rule broken)
 
 
+ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
+KitDefinedId = Annotated[str, Field(pattern=KIT_DEFINED_PATTERN)]
+
+
+class FailureKind(StrEnum):
+    SPEC = "spec"  # some unmet observation follows from the specification alone
+    KIT_CHOICE = "kit-choice"  # every unmet observation rests on a kit-defined choice (a KD- entry)
+
+
 class Difference(KitStrict):
     """One expected observation that was not met.  ``path`` locates it in the observations.
 
     ``expected`` and ``actual`` are whole JSON values (never cut: a report shortens them for display,
     visibly).  ``diff`` is a unified diff when the two are texts and one spans lines.
+
+    ``clauses`` names the clauses a generic check (the event envelope, the event schema, the canonical
+    text) books the failure on; empty means the case's own clauses.  ``kit_defined`` names the KD-
+    choices the assertion rests on; empty means it follows from the specification.
     """
 
     path: str
@@ -112,6 +131,8 @@ class Difference(KitStrict):
     message: str
     form: DifferenceForm = DifferenceForm.VALUE
     diff: str | None = None
+    clauses: tuple[ClauseId, ...] = ()
+    kit_defined: tuple[KitDefinedId, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -121,13 +142,14 @@ class Difference(KitStrict):
             return {**data, "form": DifferenceForm.NOTE}
         return data
 
+    @property
+    def kind(self) -> FailureKind:
+        return FailureKind.KIT_CHOICE if self.kit_defined else FailureKind.SPEC
+
     @field_validator("message")
     @classmethod
     def _message_one_line(cls, value: str) -> str:
         return one_line(value)
-
-
-ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
 
 
 class CaseResult(KitStrict):
@@ -136,7 +158,10 @@ class CaseResult(KitStrict):
     ``reason`` is required for every status but ``passed`` (and refused there); it is collapsed to one
     line.  ``differences`` belong to failed cases only, ``stderr_tail`` to errored ones.
     ``handshake_failed`` marks an errored case whose implementation could not even be started.
-    ``area`` is derived from the id when not given.
+    ``area`` is derived from the id when not given.  ``warnings`` are observations the contract
+    tolerates but a reader should see (an unknown event field); they never change the status.
+    ``failure_kind`` (failed cases only, derived from the differences) is ``kit-choice`` when every
+    difference rests on a kit-defined choice, else ``spec``.
     """
 
     id: Annotated[str, Field(pattern=CASE_ID_PATTERN)]
@@ -149,6 +174,15 @@ class CaseResult(KitStrict):
     differences: tuple[Difference, ...] = ()
     stderr_tail: str | None = None
     handshake_failed: bool = False
+    warnings: tuple[str, ...] = ()
+    failure_kind: FailureKind | None = None
+
+    @classmethod
+    def of(cls, case: Any, status: CaseStatus, **fields: Any) -> CaseResult:
+        """The result of ``case`` (a transcript or a vector case): its id, title, area and clauses."""
+        return cls(
+            id=case.id, title=case.title, area=case.area, clauses=case.clauses, status=status, **fields
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -187,12 +221,42 @@ class CaseResult(KitStrict):
             raise ValueError(f"case {self.id}: a failed handshake makes the case errored")
         if len(set(self.clauses)) != len(self.clauses):
             raise ValueError(f"case {self.id}: a clause is cited twice")
+        failed = self.status is CaseStatus.FAILED
+        derived = (_failure_kind(self.differences) or FailureKind.SPEC) if failed else None
+        if self.failure_kind is None and derived is not None:
+            object.__setattr__(self, "failure_kind", derived)
+        elif self.failure_kind != derived:
+            raise ValueError(f"case {self.id}: failure_kind {self.failure_kind} contradicts its differences")
         return self
+
+    def booked_clauses(self) -> dict[str, FailureKind]:
+        """The clauses this case's failure is booked on, each with its kind.
+
+        A difference books on its own ``clauses`` (a generic check) or else on the case's; an errored
+        case (or a failed one with no recorded difference) books a spec failure on every clause it
+        cites.  A clause several differences reach is a spec failure if any of them is.
+        """
+        if self.status is CaseStatus.ERRORED or (self.status is CaseStatus.FAILED and not self.differences):
+            return dict.fromkeys(self.clauses, FailureKind.SPEC)
+        booked: dict[str, FailureKind] = {}
+        for difference in self.differences:
+            for clause_id in difference.clauses or self.clauses:
+                if booked.get(clause_id) is not FailureKind.SPEC:
+                    booked[clause_id] = difference.kind
+        return booked
 
     @property
     def is_failure(self) -> bool:
         """Failed or errored: what a baseline must list and what fails a run."""
         return self.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
+
+
+def _failure_kind(differences: Sequence[Difference]) -> FailureKind | None:
+    if not differences:
+        return None
+    if all(d.kind is FailureKind.KIT_CHOICE for d in differences):
+        return FailureKind.KIT_CHOICE
+    return FailureKind.SPEC
 
 
 # --- clauses -----------------------------------------------------------------------------------------
@@ -231,10 +295,20 @@ _UNCHECKED_STATUSES = frozenset({"host-specific", "informative"})
 
 
 class ClauseResult(KitStrict):
+    """One clause's verdict in a run.
+
+    ``cases`` cite the clause (or booked a failure on it); ``failed_by`` are the cases whose failure is
+    booked on it (a generic check books on its own clause, whichever case tripped it); ``failure_kind``
+    tells a failed clause whose every booked failure rests on a kit choice (``kit-choice``) from one the
+    specification alone fails (``spec``).
+    """
+
     id: ClauseId
     status: ClauseStatus
     cases: tuple[str, ...] = ()
     proven_by: tuple[str, ...] = ()
+    failed_by: tuple[str, ...] = ()
+    failure_kind: FailureKind | None = None
 
 
 def aggregate_clauses(
@@ -242,20 +316,27 @@ def aggregate_clauses(
 ) -> list[ClauseResult]:
     """One :class:`ClauseResult` per catalogue clause, in catalogue order.
 
-    A testable or kit-defined clause is ``untested`` when no case cites it, ``failed`` when a citing case
-    failed or errored, ``passed`` when every citing case passed, and otherwise ``unsupported`` (some citing
-    case could not run for want of a capability, and none failed).  Host-specific and informative clauses
-    are ``not-applicable`` whatever cites them.  A case citing a clause the catalogue lacks, or a catalogue
-    entry with an unknown status, is a usage error.
+    A testable or kit-defined clause is ``untested`` when no case cites it, ``failed`` when a case's
+    failure is booked on it (:meth:`CaseResult.booked_clauses`), ``passed`` when every citing case passed
+    or failed only on other clauses, and otherwise ``unsupported`` (some citing case could not run for want
+    of a capability, and nothing failed on it).  Host-specific and informative clauses are
+    ``not-applicable`` whatever cites them.  A case citing (or booking on) a clause the catalogue lacks, or
+    a catalogue entry with an unknown status, is a usage error.
     """
     clauses = list(catalogue_clauses)
     known = {str(clause.id) for clause in clauses}
     citing: dict[str, list[CaseResult]] = {clause_id: [] for clause_id in known}
+    booked: dict[str, list[tuple[str, FailureKind]]] = {clause_id: [] for clause_id in known}
     unknown: set[str] = set()
     for case in case_results:
         for clause_id in case.clauses:
             if clause_id in citing:
                 citing[clause_id].append(case)
+            else:
+                unknown.add(clause_id)
+        for clause_id, booked_kind in case.booked_clauses().items():
+            if clause_id in booked:
+                booked[clause_id].append((case.id, booked_kind))
             else:
                 unknown.add(clause_id)
     if unknown:
@@ -264,13 +345,29 @@ def aggregate_clauses(
     for clause in clauses:
         clause_id, kind = str(clause.id), str(clause.status)
         cases = citing[clause_id]
+        failures = booked[clause_id]
+        failure_kind: FailureKind | None = None
         if kind in _UNCHECKED_STATUSES:
             status = ClauseStatus.NOT_APPLICABLE
+            failures = []
         elif kind not in _CHECKED_STATUSES:
             raise KitUsageError(f"clause {clause_id} has an unknown status {kind!r}")
+        elif failures:
+            status = ClauseStatus.FAILED
+            spec = kind == "testable" and any(k is FailureKind.SPEC for _case, k in failures)
+            failure_kind = FailureKind.SPEC if spec else FailureKind.KIT_CHOICE
         else:
-            status = _clause_status(case.status for case in cases)
-        results.append(ClauseResult(id=clause_id, status=status, cases=tuple(case.id for case in cases)))
+            # a citing case that failed only on other clauses (a generic check) passed this one
+            status = _clause_status(CaseStatus.PASSED if c.is_failure else c.status for c in cases)
+        results.append(
+            ClauseResult(
+                id=clause_id,
+                status=status,
+                cases=tuple(dict.fromkeys([*(c.id for c in cases), *(case_id for case_id, _k in failures)])),
+                failed_by=tuple(dict.fromkeys(case_id for case_id, _kind in failures)),
+                failure_kind=failure_kind,
+            )
+        )
     return results
 
 
@@ -295,11 +392,7 @@ class KitInfo(KitStrict):
     @classmethod
     def current(cls) -> KitInfo:
         """The installed kit's name and version."""
-        try:
-            version = metadata.version("relavium-conformance")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
-        return cls(version=version)
+        return cls(version=kit_version())
 
 
 class ImplementationInfo(KitStrict):
@@ -337,16 +430,23 @@ class Summary(KitStrict):
     errored: Annotated[int, Field(ge=0)]
     unsupported: Annotated[int, Field(ge=0)]
     total: Annotated[int, Field(ge=0)]
+    spec_failures: Annotated[int, Field(ge=0)] = 0
+    kit_choice_failures: Annotated[int, Field(ge=0)] = 0
 
     @classmethod
     def of(cls, cases: Iterable[CaseResult]) -> Summary:
-        counts = Counter(case.status for case in cases)
+        """Counts per status; the failed cases split by :class:`FailureKind` (they sum to ``failed``)."""
+        listed = list(cases)
+        counts = Counter(case.status for case in listed)
+        kinds = Counter(case.failure_kind for case in listed if case.status is CaseStatus.FAILED)
         return cls(
             passed=counts[CaseStatus.PASSED],
             failed=counts[CaseStatus.FAILED],
             errored=counts[CaseStatus.ERRORED],
             unsupported=counts[CaseStatus.UNSUPPORTED],
             total=sum(counts.values()),
+            spec_failures=kinds[FailureKind.SPEC],
+            kit_choice_failures=kinds[FailureKind.KIT_CHOICE],
         )
 
 
@@ -378,6 +478,19 @@ class BaselineComparison(KitStrict):
         return not self.new_failures and not self.stale_entries
 
 
+class CapabilityGate(KitStrict):
+    """Capabilities a run had to declare: those its baseline recorded, and those asked for on the
+    command line (``--require-capability``, ``--require-all``).  ``missing`` fails the run."""
+
+    required: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # where the requirement came from: the baseline file, the options
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+
 class RunResult(KitStrict):
     """One run of the kit against one implementation."""
 
@@ -391,6 +504,7 @@ class RunResult(KitStrict):
     duration_ms: Annotated[float, Field(ge=0)]
     baseline: BaselineComparison | None = None
     context: RunContext | None = None
+    capabilities: CapabilityGate | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResult:
@@ -440,6 +554,10 @@ class RunResult(KitStrict):
         """This run with what was run recorded (see :class:`RunContext`)."""
         return self.model_copy(update={"context": context})
 
+    def with_capability_gate(self, gate: CapabilityGate) -> RunResult:
+        """This run with the capabilities it had to declare recorded."""
+        return self.model_copy(update={"capabilities": gate})
+
     def with_proofs(self, proofs: Mapping[str, Sequence[str]]) -> RunResult:
         """This run with ``proven_by`` filled in per clause id (from a selftest)."""
         clauses = tuple(
@@ -464,7 +582,8 @@ class ExitCode(IntEnum):
     """The process exit status of ``relavium-conformance run`` (documented in ``docs/results.md``)."""
 
     OK = 0  # every case passed, was unsupported, or failed as the baseline expects, and nothing is stale
-    FAILED = 1  # a failure the baseline does not list, or a stale baseline entry
+    FAILED = 1  # a failure the baseline does not list, a stale baseline entry, or a required capability
+    # the implementation did not declare
     USAGE = 2  # a bad option or a malformed case, catalogue or baseline file
     NOT_STARTED = 3  # the implementation could not be started for any case (every attempt failed its start)
     NO_CASES = 4  # the selection is empty
@@ -473,7 +592,8 @@ class ExitCode(IntEnum):
 def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:
     """The exit status for ``run``; ``comparison`` defaults to the one recorded on the run.
 
-    Precedence: no case selected, then an implementation that never started, then failures.  A usage error
+    Precedence: no case selected, then an implementation that never started, then a missing required
+    capability, then failures.  A usage error
     is raised (:class:`KitUsageError`) before there is a run, so it never comes from here.
     """
     if not run.cases:
@@ -481,6 +601,8 @@ def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> E
     attempted = [case for case in run.cases if case.status is not CaseStatus.UNSUPPORTED]
     if attempted and all(case.handshake_failed for case in attempted):
         return ExitCode.NOT_STARTED
+    if run.capabilities is not None and not run.capabilities.ok:
+        return ExitCode.FAILED
     comparison = comparison if comparison is not None else run.baseline
     if comparison is None:
         return ExitCode.FAILED if run.failures() else ExitCode.OK

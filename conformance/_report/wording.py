@@ -116,15 +116,24 @@ def failure_kind(case: CaseResult) -> str | None:
 
 def counts_line(run: RunResult) -> str:
     s = run.summary
-    return f"{s.passed} passed, {s.failed} failed, {s.errored} errored, {s.unsupported} unsupported"
+    split = f" ({s.spec_failures} spec, {s.kit_choice_failures} kit-choice)" if s.failed else ""
+    return f"{s.passed} passed, {s.unsupported} unsupported, {s.failed} failed{split}, {s.errored} errored"
 
 
 def exit_line(run: RunResult, code: ExitCode | None = None) -> str:
     """One line naming the exit status and what changed: ``exit 1: FAILED (1 new failure: a/b, ...)``."""
     code = exit_code(run) if code is None else code
     why: list[str] = []
+    gate = run.capabilities
+    if code is ExitCode.FAILED and gate is not None and gate.missing:
+        why.append(
+            f"required capabilit{'ies' if len(gate.missing) != 1 else 'y'} not declared: "
+            + ", ".join(gate.missing)
+        )
     if code is ExitCode.FAILED:
-        if run.baseline is None:
+        if run.baseline is None and not run.failures():
+            pass
+        elif run.baseline is None:
             n = len(run.failures())
             why.append(f"{n} failed or errored case{'s' if n != 1 else ''}")
         else:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema.exceptions import best_match
-from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.cases import (
     ApprovalStep,
@@ -33,8 +32,11 @@ from relavium_conformance._corpus.cases import (
     as_ops,
     snapshot_path,
 )
+from relavium_conformance._corpus.catalogue import load_catalogue
+from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
+from relavium_conformance._run.events import check_event_shapes
 from relavium_conformance._run.matching import check_envelope, jsonable, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
 from relavium_conformance._wire.adapters import Adapter
@@ -55,7 +57,7 @@ from relavium_conformance._wire.messages import (
 from relavium_conformance._wire.model import kit_parse, shape_validator
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
-__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "execute_case"]
+__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
 _KEYS = itertools.count()
@@ -223,7 +225,7 @@ class CaseWorld:
             )
             return
         try:
-            document = YAML(typ="safe", pure=True).load(text)
+            document = parse_yaml(text)
         except Exception:
             document = None
         self.observed.exports.append({"path": Path(path).name, "yaml": text, "document": document})
@@ -399,22 +401,30 @@ class CaseWorld:
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
+        found = await self._call(op, params, record, where)
+        self.observed.differences += _resting_on(found, op.kit_defined) if op.kit_defined else found
+
+    async def _call(
+        self, op: OpStep, params: dict[str, Any], record: dict[str, Any], where: str
+    ) -> list[Difference]:
+        """Issue the step's operation; the differences between its answer and its expectation."""
+        found: list[Difference] = []
         try:
             result = await self.adapter.call(CASE_OPERATIONS[op.op].name, params, timeout=self.timeout)
         except OperationError as error:
             record["error"] = error.to_observation()
             if op.expect_error is None:
-                self.observed.differences.append(
+                found.append(
                     Difference(path=where, message=f"unexpected refusal: {error}", expected="a result")
                 )
             else:
-                self.observed.differences.extend(match(op.expect_error, record["error"], where + ".error"))
-            return
+                found.extend(match(op.expect_error, record["error"], where + ".error"))
+            return found
         record["result"] = result
         if op.op == "export":
-            self._read_export(params["workflowPath"], where)
+            self._read_export(params["workflowPath"], where)  # a missing file is the world's finding
         if op.expect_error is not None:
-            self.observed.differences.append(
+            found.append(
                 Difference(
                     path=where,
                     message="expected a refusal",
@@ -423,7 +433,29 @@ class CaseWorld:
                 )
             )
         elif op.expect is not None:
-            self.observed.differences.extend(match(op.expect, result, where + ".result"))
+            found.extend(match(op.expect, result, where + ".result"))
+        return found
+
+
+def _resting_on(differences: list[Difference], kit_defined: tuple[str, ...]) -> list[Difference]:
+    """``differences`` marked as resting on ``kit_defined`` (generic checks keep their own marks)."""
+    return [
+        d
+        if d.clauses
+        else d.model_copy(update={"kit_defined": tuple(dict.fromkeys([*d.kit_defined, *kit_defined]))})
+        for d in differences
+    ]
+
+
+def case_kit_choices(case: Case) -> tuple[str, ...]:
+    """The KD- choices a case's own assertions rest on: those it names, and, when every clause it cites is
+    kit-defined, those clauses' entries."""
+    clauses = load_catalogue().by_id()
+    cited = [clauses[c] for c in case.clauses if c in clauses]
+    named = list(case.kit_defined)
+    if cited and all(c.status == "kit-defined" for c in cited):
+        named += [c.kit_defined for c in cited if c.kit_defined]
+    return tuple(dict.fromkeys(named))
 
 
 _FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
@@ -538,13 +570,8 @@ async def execute_case(
     started = time.perf_counter()
     missing = sorted(set(case.capabilities) - set(hello.capabilities))
     if missing:
-        result = CaseResult(
-            id=case.id,
-            title=case.title,
-            area=case.area,
-            status=CaseStatus.UNSUPPORTED,
-            clauses=case.clauses,
-            reason=f"needs undeclared capability {', '.join(missing)}",
+        result = CaseResult.of(
+            case, CaseStatus.UNSUPPORTED, reason=f"needs undeclared capability {', '.join(missing)}"
         )
         return result, Observation(), ""
     workdir = tempfile.mkdtemp(prefix="relavium-case-")
@@ -553,6 +580,7 @@ async def execute_case(
     status = CaseStatus.PASSED
     reason: str | None = None
     stderr_tail: str | None = None
+    warnings: list[str] = []
     try:
         world.create_params = _create_params(case, handle, workdir)
         if case.setup.history is not None:
@@ -587,24 +615,29 @@ async def execute_case(
         # root causes first: what the kit refused explains the step results and observations after it
         differences = list(observed.violations)
         differences += observed.differences
-        starts = [*observed.instance_starts, len(observed.events)]
-        for begin, end in itertools.pairwise(starts):  # each instance numbers its own stream (KD-EVT-4)
-            differences += check_envelope(observed.events[begin:end], observed.session_id)
         differences += _expectations(case, observed)
+        differences = _resting_on(differences, case_kit_choices(case))
+        shapes, warnings = check_event_shapes(observed.events)
+        differences += shapes
+        starts = [*observed.instance_starts, len(observed.events)]
+        for number, (begin, end) in enumerate(itertools.pairwise(starts)):
+            # the first instance numbers from 0 (KD-EVT-2); a resumed one may restart or continue
+            # the session's numbering, gap-free from its own first event (KD-EVT-4)
+            differences += check_envelope(
+                observed.events[begin:end], observed.session_id, first=0 if number == 0 else None
+            )
         if compare_snapshot:
             differences += _snapshot_differences(case, observed_snapshot)
         if differences:
             status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
-    result = CaseResult(
-        id=case.id,
-        title=case.title,
-        area=case.area,
-        status=status,
-        clauses=case.clauses,
+    result = CaseResult.of(
+        case,
+        status,
         duration_ms=(time.perf_counter() - started) * 1000,
         reason=reason,
         differences=tuple(differences) if status is CaseStatus.FAILED else (),
         stderr_tail=stderr_tail if status is CaseStatus.ERRORED else None,
+        warnings=tuple(warnings),
     )
     return (
         result,

@@ -11,7 +11,8 @@ Matching rules (expected on the left, what the implementation did on the right):
 * operators, as one-key mappings: ``{$absent: true}`` (the key must not be there),
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
   containing a matching item), ``{$not_contains: "s"}`` (``s`` appears nowhere in the value's JSON),
-  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``.
+  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$if_present: x}`` (an optional field: absent
+  is fine, present must match ``x``).
 
 Values are kept whole in the differences (a report shortens them for display, visibly); two texts of
 which one spans lines also carry a unified diff (``difflib``).
@@ -92,7 +93,8 @@ def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -
         out: list[Difference] = []
         for key, want in expected.items():
             got = actual.get(key, ABSENT)
-            if got is ABSENT and (exact or not (isinstance(want, Mapping) and "$absent" in want)):
+            tolerant = isinstance(want, Mapping) and ("$absent" in want or "$if_present" in want)
+            if got is ABSENT and (exact or not tolerant):
                 out.append(Difference(path=f"{path}.{key}", message="missing", expected=want, form="missing"))
                 continue
             out.extend(match(want, got, f"{path}.{key}", exact=exact))
@@ -207,6 +209,8 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
             if (actual is ABSENT) == bool(argument)
             else fail("must be absent" if argument else "must be present")
         )
+    if name == "$if_present":
+        return [] if actual is ABSENT else match(argument, actual, path)
     if actual is ABSENT:
         return fail("missing")
     if name == "$any":
@@ -264,17 +268,26 @@ def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) ->
     return value
 
 
-def check_envelope(events: Sequence[Mapping[str, Any]], session_id: str | None) -> list[Difference]:
-    """Per-session sequence numbers from 0 with no gap; the session id; ISO 8601 timestamps.
+def check_envelope(
+    events: Sequence[Mapping[str, Any]], session_id: str | None, *, first: int | None = 0
+) -> list[Difference]:
+    """Per-instance sequence numbers rising by one with no gap; the session id; ISO 8601 timestamps.
 
-    Each rule reports its first offending event only.
+    ``first`` is the number the instance's first event must carry; None accepts any (a resumed instance
+    may restart at 0 or continue the session's numbering, KD-EVT-4), the rest must follow it gap-free.
+    Each rule reports its first offending event only, booked on its own clause: the numbering on
+    AS-EVT-002, the id and the timestamp on AS-EVT-001 (the envelope, KD-EVT-2).
     """
+    start = events[0].get("sequenceNumber") if events and first is None else first
+    if not isinstance(start, int) or isinstance(start, bool):
+        start = 0
     rules: list[tuple[str, str, Callable[[int, Mapping[str, Any]], bool], Callable[[int], Any]]] = [
         (
             "sequenceNumber",
-            "sequence numbers must start at 0 and rise by one",
-            lambda index, event: event.get("sequenceNumber") == index,
-            lambda index: index,
+            "sequence numbers rise by one with no gap"
+            + (f" from {first}" if first is not None else " from the instance's first event"),
+            lambda index, event: event.get("sequenceNumber") == start + index,
+            lambda index: start + index,
         ),
         (
             "sessionId",
@@ -295,12 +308,16 @@ def check_envelope(events: Sequence[Mapping[str, Any]], session_id: str | None) 
     for key, message, holds, expected in rules:
         index = next((i for i, event in enumerate(events) if not holds(i, event)), None)
         if index is not None:
+            numbering = key == "sequenceNumber"
             out.append(
                 Difference(
                     path=f"events[{index}].{key}",
                     message=message,
                     expected=expected(index),
                     actual=events[index].get(key),
+                    clauses=("AS-EVT-002",) if numbering else ("AS-EVT-001",),
+                    # starting at 0 is the kit's choice; rising by one with no gap is the spec's
+                    kit_defined=() if numbering and index > 0 else ("KD-EVT-2",),
                 )
             )
     return out

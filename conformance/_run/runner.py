@@ -92,12 +92,9 @@ async def run_cases(
             if on_case_start:
                 on_case_start(case.id)
             if hello is None:
-                result = CaseResult(
-                    id=case.id,
-                    title=case.title,
-                    area=case.area,
-                    status=CaseStatus.ERRORED,
-                    clauses=case.clauses,
+                result = CaseResult.of(
+                    case,
+                    CaseStatus.ERRORED,
                     reason=f"the implementation could not be started: {handshake_error}",
                     handshake_failed=True,
                 )

@@ -315,15 +315,7 @@ async def _check(call: Call, vector: Vector) -> list[Difference]:
 
 
 def _result(case: VectorCase, status: CaseStatus, started: float, **fields: Any) -> CaseResult:
-    return CaseResult(
-        id=case.id,
-        title=case.title,
-        area=case.area,
-        clauses=case.clauses,
-        status=status,
-        duration_ms=(time.perf_counter() - started) * 1000,
-        **fields,
-    )
+    return CaseResult.of(case, status, duration_ms=(time.perf_counter() - started) * 1000, **fields)
 
 
 async def execute_vector_case(

@@ -20,12 +20,12 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_reference import (
     AgentSession,
     SessionInput,
-    SessionState,
     SessionStopReason,
     TurnPolicy,
     TurnResult,
@@ -143,8 +143,7 @@ class _GappySequence(AgentSession):
 
 class _ContextNotEchoed(AgentSession):
     async def start(self) -> None:
-        self._apply(SessionInput.START)
-        self._state = SessionState.IDLE
+        self._enter(SessionInput.START)
         context = self._context.model_copy(update={"variables": None})
         await self._stamper.emit(
             SessionStarted, agent_ref=self.agent_ref, model=self._agent.model, context=context
@@ -455,6 +454,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     ),
     *HISTORY_BREAKS,
     *STORE_BREAKS,
+    *EVENT_BREAKS,
 )
 
 

@@ -27,10 +27,9 @@ from relavium_reference._host.store import (
 from relavium_reference._host.turn import TurnEnd, TurnProgress
 from relavium_reference._model.messages import SessionMessage, TextPart, parse_session_message
 from relavium_reference._model.records import CompletedTurn, MessageDraft
+from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 
 __all__ = ["STORE_BREAKS"]
-
-_TERMINAL = frozenset({"stop", "length", "content_filter"})
 
 
 def _body_only(row: Mapping[str, Any]) -> SessionMessage:
@@ -68,7 +67,7 @@ def _allows_finish_reason_anywhere(row: Mapping[str, Any]) -> SessionMessage:
     """Any finish reason on any row is accepted; the other columns are still checked."""
     message = _body_only(row)
     stored = row["finish_reason"]
-    wanted = derive_columns(message, stored if stored in _TERMINAL else None)["finish_reason"]
+    wanted = derive_columns(message, stored if stored in TERMINAL_FINISH_REASONS else None)["finish_reason"]
     return message_from_row({**row, "finish_reason": wanted})
 
 

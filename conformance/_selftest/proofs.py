@@ -21,9 +21,18 @@ from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
+from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
 
-__all__ = ["BrokenVerdict", "MisbehaviourVerdict", "SelftestReport", "run_selftest"]
+__all__ = [
+    "AlternativeVerdict",
+    "BrokenVerdict",
+    "MisbehaviourVerdict",
+    "SelftestReport",
+    "check_alternative",
+    "check_broken",
+    "run_selftest",
+]
 
 
 @dataclass(frozen=True)
@@ -34,10 +43,12 @@ class BrokenVerdict:
     cases: tuple[str, ...]
     failed: tuple[str, ...]
     reference_failed: tuple[str, ...]
+    proven: tuple[str, ...] = ()  # the broken clauses on which some failure was booked
+    transports: tuple[str, ...] = ("in-process",)  # where it was caught (every one it was run on)
 
     @property
     def caught(self) -> bool:
-        return bool(self.cases) and bool(self.failed) and not self.reference_failed
+        return bool(self.cases) and bool(self.failed) and not self.reference_failed and bool(self.proven)
 
     @property
     def explanation(self) -> str:
@@ -47,7 +58,29 @@ class BrokenVerdict:
             return "the reference fails these cases too: " + ", ".join(self.reference_failed)
         if not self.failed:
             return f"all {len(self.cases)} citing cases still pass"
+        if not self.proven:
+            return "its cases fail, but on other clauses than " + ", ".join(self.clauses)
         return f"{len(self.failed)} of {len(self.cases)} citing cases fail: " + ", ".join(self.failed)
+
+
+@dataclass(frozen=True)
+class AlternativeVerdict:
+    """A compliant alternative must pass every case the reference passes (warnings allowed)."""
+
+    name: str
+    behaviour: str
+    failed: tuple[str, ...]
+    warned: int  # cases that passed with a warning
+
+    @property
+    def accepted(self) -> bool:
+        return not self.failed
+
+    @property
+    def explanation(self) -> str:
+        if self.failed:
+            return "the kit refuses a compliant behaviour in: " + ", ".join(self.failed)
+        return f"every case passes ({self.warned} with a warning)"
 
 
 @dataclass(frozen=True)
@@ -61,17 +94,26 @@ class MisbehaviourVerdict:
 class SelftestReport:
     broken: list[BrokenVerdict] = field(default_factory=list)
     misbehaviours: list[MisbehaviourVerdict] = field(default_factory=list)
+    alternatives: list[AlternativeVerdict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(v.caught for v in self.broken) and all(m.ok for m in self.misbehaviours)
+        return (
+            all(v.caught for v in self.broken)
+            and all(m.ok for m in self.misbehaviours)
+            and all(a.accepted for a in self.alternatives)
+        )
 
     def proofs(self) -> dict[str, list[str]]:
-        """Clause id -> names of the broken implementations whose citing cases proved they bite."""
+        """Clause id -> names of the broken implementations whose citing cases proved they bite.
+
+        A clause is proven by a broken implementation that breaks it only when a failure was booked on
+        that very clause (its own cases failed, or a generic check booked on it), on every transport run.
+        """
         out: dict[str, list[str]] = {}
         for verdict in self.broken:
             if verdict.caught:
-                for clause in verdict.clauses:
+                for clause in verdict.proven:
                     out.setdefault(clause, []).append(verdict.name)
         return out
 
@@ -88,14 +130,37 @@ async def _statuses(
     return outcome.run
 
 
+def serve_command(name: str) -> list[str]:
+    """The command serving the broken implementation or alternative ``name`` over stdio."""
+    return [sys.executable, "-m", "relavium_conformance", "selftest", "--serve", name]
+
+
 async def check_broken(
-    broken: BrokenImplementation, cases: Sequence[AnyCase], reference: RunResult, timeout: float
+    broken: BrokenImplementation,
+    cases: Sequence[AnyCase],
+    reference: RunResult,
+    timeout: float,
+    *,
+    stdio: bool = False,
 ) -> BrokenVerdict:
+    """Run the cases citing ``broken``'s clauses against it (in-process; with ``stdio`` also as a
+    subprocess): caught when some of them fail on a broken clause, on every transport, while the
+    reference passes them all."""
     citing = _citing(cases, broken.clauses)
     failed: tuple[str, ...] = ()
+    proven: set[str] = set(broken.clauses)
+    transports: list[str] = []
+    adapters: list[InProcessAdapter | StdioAdapter] = []
     if citing:
-        run = await _statuses(InProcessAdapter(f"broken:{broken.name}", broken.factory()), citing, timeout)
-        failed = tuple(c.id for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED))
+        adapters.append(InProcessAdapter(f"broken:{broken.name}", broken.factory()))
+        if stdio:
+            adapters.append(StdioAdapter(f"broken:{broken.name}", serve_command(broken.name)))
+    for adapter in adapters:
+        run = await _statuses(adapter, citing, timeout)
+        failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
+        failed = tuple(dict.fromkeys([*failed, *(c.id for c in failures)]))
+        proven &= {clause for c in failures for clause in c.booked_clauses()}
+        transports.append("stdio" if isinstance(adapter, StdioAdapter) else "in-process")
     ids = {c.id for c in citing}
     # a case the reference itself cannot run (an undeclared capability) proves nothing either way
     reference_failed = tuple(
@@ -108,6 +173,24 @@ async def check_broken(
         cases=tuple(sorted(ids)),
         failed=failed,
         reference_failed=reference_failed,
+        proven=tuple(sorted(proven)) if adapters else (),
+        transports=tuple(transports),
+    )
+
+
+async def check_alternative(
+    alternative: CompliantAlternative, cases: Sequence[AnyCase], reference: RunResult, timeout: float
+) -> AlternativeVerdict:
+    """Run the whole corpus against ``alternative``: whatever the reference passes, it must pass."""
+    adapter = InProcessAdapter(f"alternative:{alternative.name}", alternative.factory())
+    run = await _statuses(adapter, cases, timeout)
+    passing = {c.id for c in reference.cases if c.status is CaseStatus.PASSED}
+    failed = tuple(c.id for c in run.cases if c.id in passing and c.status is not CaseStatus.PASSED)
+    return AlternativeVerdict(
+        name=alternative.name,
+        behaviour=alternative.behaviour,
+        failed=failed,
+        warned=sum(1 for c in run.cases if c.warnings),
     )
 
 
@@ -157,15 +240,23 @@ async def run_selftest(
     misbehaviour_timeout: float = 3.0,
     on_progress: Callable[[str], None] | None = None,
     include_misbehaviours: bool = True,
+    include_alternatives: bool = True,
+    stdio: bool = False,
 ) -> SelftestReport:
     cases = load_cases()
     reference = await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
     report = SelftestReport()
     for broken in BROKEN_IMPLEMENTATIONS:
-        verdict = await check_broken(broken, cases, reference, timeout)
+        verdict = await check_broken(broken, cases, reference, timeout, stdio=stdio)
         report.broken.append(verdict)
         if on_progress:
             on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
+    for alternative in COMPLIANT_ALTERNATIVES if include_alternatives else ():
+        accepted = await check_alternative(alternative, cases, reference, timeout)
+        report.alternatives.append(accepted)
+        if on_progress:
+            word = "accepted" if accepted.accepted else "REFUSED"
+            on_progress(f"{word}  compliant alternative {alternative.name}: {accepted.explanation}")
     if include_misbehaviours:
         sending = [
             c

@@ -6,18 +6,17 @@ requests before it answers.  :class:`JsonRpcPeer` is therefore symmetric: it sen
 notifications, correlates answers by id, and serves incoming requests through one owner-supplied handler,
 each in its own task, answering each as soon as it finishes.
 
-The module knows nothing about sessions.  The kit's message set is built on top of it through three
-seams: the ``handler`` (incoming calls), the ``validate`` hook (every message, both directions, with the
-method it belongs to), and the plain-dict parameters and results.
+It knows nothing of sessions; the message set sits on three seams: the ``handler`` (incoming calls),
+the ``validate`` hook (every message, either way, with its method), and plain-dict params and results.
 
 Failures of the other side are :class:`~relavium_conformance._errors.AdapterError` leaves with a one-line
 ``reason``; after any of them the peer is *broken*: every pending request fails with that error and every
 later call fails fast with it.  Closing the peer ourselves is not a failure of the other side: it is
 :class:`PeerClosed`.
 
-Wire format: one JSON object per line, UTF-8, ``\\n``-terminated (a ``\\r`` before it is tolerated); batches
-(JSON arrays) are not supported.  Our ids are integers counting from 1; incoming ids may be integers or
-strings and are echoed back unchanged.  Parameters we receive must be by name (an object) or absent.
+Wire format: one JSON object per line, UTF-8, ``\\n``-terminated (a ``\\r`` before it is tolerated); a
+batch (a JSON array of messages on one line) is how the kit issues operations together (KD-KIT-1).  Our
+ids count from 1; incoming ids (integers or strings) are echoed back; params are by name or absent.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import re
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +55,6 @@ __all__ = [
     "ProtocolMismatch",
     "RpcError",
     "Validator",
-    "check_protocol_version",
     "encode_message",
     "envelope_kind",
     "open_stdio_streams",
@@ -242,36 +239,6 @@ def envelope_kind(message: object) -> EnvelopeKind:
     raise ValueError('neither a request ("method"), nor a response ("result" or "error")')
 
 
-_VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?")
-
-
-def _major(version: str) -> int | None:
-    match = _VERSION.fullmatch(version)
-    return int(match.group(1)) if match else None
-
-
-def check_protocol_version(kit_version: str, hello_result: object) -> str:
-    """Check a ``hello`` answer and return the implementation's ``protocolVersion``.
-
-    Raises :class:`MalformedMessage` when the answer is not an object carrying a ``MAJOR.MINOR[.PATCH]``
-    string, and :class:`ProtocolMismatch` when its major differs from ``kit_version``'s.
-    """
-    if not isinstance(hello_result, dict):
-        raise MalformedMessage(f"the hello answer is not an object: {quote(json.dumps(hello_result))}")
-    answered = hello_result.get("protocolVersion")
-    if not isinstance(answered, str) or _major(answered) is None:
-        raise MalformedMessage(
-            "the hello answer has no protocolVersion of the form MAJOR.MINOR: "
-            + quote(json.dumps(hello_result, ensure_ascii=False))
-        )
-    if _major(answered) != _major(kit_version):
-        raise ProtocolMismatch(
-            f"the implementation speaks protocol {answered}, the kit speaks {kit_version} "
-            "(the major versions must be equal)"
-        )
-    return answered
-
-
 async def open_stdio_streams(
     *,
     line_limit: int = DEFAULT_LINE_LIMIT,
@@ -442,34 +409,30 @@ class JsonRpcPeer:
             )
 
     def cork(self) -> None:
-        """Hold outgoing messages until :meth:`uncork`, which writes them all in one write: the other
-        side then reads them together (how the kit issues two operations "at the same moment")."""
+        """Hold outgoing messages until :meth:`uncork` sends them together (KD-KIT-1)."""
         if self._corked is None:
             self._corked = []
 
     async def uncork(self) -> None:
         lines, self._corked = self._corked, None
-        if not lines:
-            return
-        async with self._write_lock:
-            self._raise_if_unusable()
-            try:
-                self._writer.write(b"".join(lines))
-                await self._writer.drain()
-            except OSError as exc:
-                await self._crash(f"writing failed ({type(exc).__name__})")
-                self._raise_if_unusable()
+        if len(lines or ()) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
+            await self._write(b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n")
+        elif lines:
+            await self._write(lines[0])
 
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
         self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
         if self._corked is not None:
             self._corked.append(line)
-            return
+        else:
+            await self._write(line)
+
+    async def _write(self, data: bytes) -> None:
         async with self._write_lock:
             self._raise_if_unusable()
             try:
-                self._writer.write(line)
+                self._writer.write(data)
                 await self._writer.drain()
             except OSError as exc:  # BrokenPipeError, ConnectionResetError: the other side is gone
                 await self._crash(f"writing failed ({type(exc).__name__})")
@@ -575,30 +538,32 @@ class JsonRpcPeer:
             return
         text = text.removesuffix("\n").removesuffix("\r")
         try:
-            message = json.loads(text, parse_constant=_refuse_constant)
+            parsed = json.loads(text, parse_constant=_refuse_constant)
         except ValueError:
             self._fail(MalformedMessage(f"a line that is not JSON: {quote(text)}"))
             return
-        try:
-            kind = envelope_kind(message)
-        except ValueError as exc:
-            self._fail(MalformedMessage(f"not a JSON-RPC 2.0 message ({exc}): {quote(text)}"))
-            return
-        if kind in ("request", "notification"):
-            method: str | None = message["method"]
-        else:
-            entry = self._pending.get(message["id"])
-            method = entry.method if entry is not None else self._abandoned.get(message["id"])
-        try:
-            self._check("incoming", message, method, text)
-        except (AdapterError, PeerClosed):
-            return
-        if kind == "request":
-            self._start_serving(message, text)
-        elif kind == "notification":
-            self._spawn(self._serve(None, message["method"], message.get("params")))
-        else:
-            self._settle(kind, message, text)
+        # a batch: every message of the line is dispatched before any of them runs (KD-KIT-1)
+        for message in parsed if isinstance(parsed, list) and parsed else [parsed]:
+            try:
+                kind = envelope_kind(message)
+            except ValueError as exc:
+                self._fail(MalformedMessage(f"not a JSON-RPC 2.0 message ({exc}): {quote(text)}"))
+                return
+            if kind in ("request", "notification"):
+                method: str | None = message["method"]
+            else:
+                entry = self._pending.get(message["id"])
+                method = entry.method if entry is not None else self._abandoned.get(message["id"])
+            try:
+                self._check("incoming", message, method, text)
+            except (AdapterError, PeerClosed):
+                return
+            if kind == "request":
+                self._start_serving(message, text)
+            elif kind == "notification":
+                self._spawn(self._serve(None, message["method"], message.get("params")))
+            else:
+                self._settle(kind, message, text)
 
     def _start_serving(self, message: JsonObject, text: str) -> None:
         request_id: int | str = message["id"]

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._wire.handshake import check_protocol_version
 from relavium_conformance._wire.jsonrpc import (
     DEFAULT_LINE_LIMIT,
     PROTOCOL_VERSION,
@@ -41,7 +42,6 @@ from relavium_conformance._wire.jsonrpc import (
     ProtocolMismatch,
     RpcError,
     Validator,
-    check_protocol_version,
 )
 
 __all__ = ["STDIO_PREFIX", "StderrTail", "SubprocessConnection", "parse_command"]

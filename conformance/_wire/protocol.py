@@ -39,6 +39,7 @@ __all__ = [
     "error_from_rpc",
     "method_table_markdown",
     "protocol_schemas",
+    "with_method_table",
     "write_protocol_schemas",
 ]
 
@@ -307,3 +308,23 @@ def method_table_markdown() -> str:
             f"{f'`{row.case_op}`' if row.case_op else ''} | {row.summary} |"
         )
     return "\n".join(lines) + "\n"
+
+
+_TABLE_START, _TABLE_END = "<!-- method-table -->\n", "<!-- /method-table -->"
+
+
+def with_method_table(page: str) -> str:
+    """``page`` (the text of ``docs/protocol.md``) with its generated method table brought up to date."""
+    head, start, rest = page.partition(_TABLE_START)
+    _old, end, tail = rest.partition(_TABLE_END)
+    if not start or not end:
+        raise ValueError("the page has no method-table markers")
+    return head + start + method_table_markdown() + end + tail
+
+
+if __name__ == "__main__":  # regenerate schemas/protocol/ and the table of docs/protocol.md
+    from relavium_conformance._data import schemas_dir
+
+    write_protocol_schemas(schemas_dir())
+    page = schemas_dir().parent / "docs" / "protocol.md"
+    page.write_text(with_method_table(page.read_text(encoding="utf-8")), encoding="utf-8")

@@ -62,6 +62,12 @@ lines.on("line", (line) => {
     log("ignoring a line that is not JSON:", line.slice(0, 200));
     return;
   }
+  // Operations issued together arrive as one batch: a JSON array on one line (KD-KIT-1). Dispatch every
+  // request of it before awaiting anything, so an abort and a cancel are both marked before the turn moves.
+  for (const item of Array.isArray(message) ? message : [message]) receive(item);
+});
+
+function receive(message) {
   if (typeof message.method === "string") {
     // A request or notification from the kit. Do not await it: while one operation (a send) is in
     // flight, the kit sends further requests (abort, cancel) and answers our own calls.
@@ -76,7 +82,7 @@ lines.on("line", (line) => {
   } else {
     entry.resolve(message.result);
   }
-});
+}
 
 // When the kit closes our stdin, nothing keeps the event loop alive and the process exits.
 

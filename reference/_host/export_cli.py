@@ -27,10 +27,19 @@ from typing import Any, TextIO
 
 from relavium_reference._host.store import SessionStore, StoreError
 from relavium_reference._model.errors import RelaviumError
+from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
-from relavium_reference.export import serialize_workflow
+from relavium_reference._rules.workflow_yaml import dump_yaml
 
-__all__ = ["EXIT_OK", "EXIT_REFUSED", "EXIT_UNREADABLE", "REVIEW_NOTICE", "register", "run_export"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_UNREADABLE",
+    "EXPORT_FILE_MODE",
+    "REVIEW_NOTICE",
+    "register",
+    "run_export",
+]
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
@@ -87,9 +96,17 @@ def _default_name(session_id: str) -> str | None:
     return session_id + _SUFFIX
 
 
+#: The mode of a written export, on both paths and whatever the umask (KD-EXP-9): it holds the
+#: unredacted transcript, so it is private to its owner like the history.db it comes from.
+EXPORT_FILE_MODE = 0o600
+
+
 def _write_new(path: Path, data: bytes) -> None:
     """Create ``path`` with ``data``; fail with ``FileExistsError`` if it exists (no clobbering)."""
-    with path.open("xb") as handle:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags, EXPORT_FILE_MODE)
+    with os.fdopen(descriptor, "wb") as handle:
+        os.fchmod(handle.fileno(), EXPORT_FILE_MODE)
         handle.write(data)
 
 
@@ -98,6 +115,7 @@ def _replace(path: Path, data: bytes) -> None:
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), EXPORT_FILE_MODE)
             handle.write(data)
         os.replace(temporary, path)
     except BaseException:
@@ -128,16 +146,21 @@ def run_export(
     if out.exists() and not force:
         return _fail(stderr, EXIT_REFUSED, f"{out} exists; use --force to overwrite it")
     try:
-        with SessionStore.open(db) as store:
+        with SessionStore.open_readonly(db) as store:
             record, messages = store.load_full(session_id)
         document = session_to_workflow(record, messages)
     except StoreError as exc:
-        return _fail(stderr, EXIT_UNREADABLE, exc.message)
+        if exc.code == "not_history":
+            message = f"{db} is not a history.db (it has no session tables); it was not changed"
+            return _fail(stderr, EXIT_UNREADABLE, message)
+        if exc.code == "unavailable":
+            return _fail(stderr, EXIT_UNREADABLE, f"{db} is not a readable history database")
+        return _fail(stderr, EXIT_UNREADABLE, str(exc))
     except sqlite3.Error:
         return _fail(stderr, EXIT_UNREADABLE, f"{db} is not a readable history database")
     except RelaviumError:
         return _fail(stderr, EXIT_UNREADABLE, "the stored session could not be exported")
-    data = serialize_workflow(document).encode("utf-8")
+    data = dump_yaml(document_to_data(document)).encode("utf-8")
     try:
         if force:
             _replace(out, data)

@@ -3,7 +3,8 @@
 The spec puts persistence in the host: the session hands over its new row at start, each completed
 turn as one :class:`CompletedTurn` to commit atomically, and the cost of turns that commit no
 transcript (errors, aborts).  :class:`SqlitePersister` is the reference host's persister over the
-``history.db`` store; the kit plays its own persister through the adapter (``host.persist``).
+``history.db`` store; the kit plays its own persister through the adapter (``host.createSession``,
+``host.commitTurn``, ``host.recordCost``, ``host.loadSession``).
 A persister that raises makes the session latch: no later provider attempt, tool dispatch or command.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from relavium_reference._host.store import SessionStore
 from relavium_reference._model.llm import LlmMessage
@@ -19,7 +20,7 @@ from relavium_reference._model.messages import AgentSessionRecord, SessionMessag
 from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, structural_drafts
 
-__all__ = ["SqlitePersister", "TurnPersister", "completed_turn"]
+__all__ = ["ReleasesWriter", "SqlitePersister", "TurnPersister", "completed_turn"]
 
 
 class TurnPersister(Protocol):
@@ -34,6 +35,13 @@ class TurnPersister(Protocol):
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         """The session's record and every durable row, in sequence order (for export)."""
         ...
+
+
+@runtime_checkable
+class ReleasesWriter(Protocol):
+    """A persister holding a writer lease per session (KD-DB-9); the session releases it on cancel."""
+
+    async def release_writer(self, session_id: str) -> None: ...
 
 
 class SqlitePersister:
@@ -53,6 +61,9 @@ class SqlitePersister:
 
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         return await asyncio.to_thread(self._store.load_full, session_id)
+
+    async def release_writer(self, session_id: str) -> None:
+        await asyncio.to_thread(self._store.release_writer, session_id)
 
 
 def completed_turn(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
-from relavium_reference._host.persister import TurnPersister, completed_turn
+from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
 from relavium_reference._host.turn import (
     DEFAULT_MAX_TOOL_TURNS,
@@ -55,7 +55,12 @@ from relavium_reference._model.messages import AgentSessionRecord
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext, WireModel
 from relavium_reference._model.tools import ToolRegistry, TurnPolicy
-from relavium_reference._model.vocabulary import RETRYABLE_ERROR_CODES, ErrorCode, SessionStopReason
+from relavium_reference._model.vocabulary import (
+    RETRYABLE_ERROR_CODES,
+    TERMINAL_FINISH_REASONS,
+    ErrorCode,
+    SessionStopReason,
+)
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
@@ -151,6 +156,9 @@ def resolve_max_turns(value: int | None) -> int:
 class AgentSession:
     """One instance of a session: one agent, one model and its fallback plan."""
 
+    _state: SessionState = SessionState.CREATED
+    """Changed only by :meth:`_enter`, from the lifecycle table's outcome."""
+
     def __init__(
         self,
         *,
@@ -171,7 +179,6 @@ class AgentSession:
         self._plan = build_plan(agent)
         self._allowlist = CommandAllowlist(deps.allowed_commands, deps.allowed_command_globs)
         self._stamper = EventStamper(self.session_id, deps.emit, deps.clock)
-        self._state = SessionState.CREATED
         self._policy = TurnPolicy()
         self._exchanges: list[Exchange] = []
         self._turns_used = 0
@@ -209,7 +216,7 @@ class AgentSession:
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
-        session._state = SessionState.IDLE
+        session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 
     # -- observation -----------------------------------------------------------------------------
@@ -240,23 +247,25 @@ class AgentSession:
 
     async def start(self) -> None:
         """created -> idle; emits ``session:started``. Refuses with ``already_started`` / ``not_active``."""
-        self._apply(SessionInput.START)
+        apply(self._state, SessionInput.START)  # refuse before anything reaches the host
         if self._deps.persister is not None:
             await self._deps.persister.create_session(self._record())
-        self._state = SessionState.IDLE
+        if self._state is not SessionState.CREATED:
+            return  # cancelled while the host created the record: cancel is terminal
+        self._enter(SessionInput.START)
         await self._stamper.emit(
             SessionStarted, agent_ref=self.agent_ref, model=self._agent.model, context=self._context
         )
 
     def set_turn_policy(self, policy: TurnPolicy | None) -> None:
         """Store the policy for the next turn start (any state); inert once cancelled."""
-        outcome = self._apply(SessionInput.SET_TURN_POLICY)
+        outcome = self._enter(SessionInput.SET_TURN_POLICY)
         if outcome.effect is Effect.STORE_POLICY:
             self._policy = policy or TurnPolicy()
 
     def abort(self) -> None:
         """End the in-flight turn as ``aborted``; a no-op when no turn is in flight or it already resolved."""
-        outcome = self._apply(SessionInput.ABORT)
+        outcome = self._enter(SessionInput.ABORT)
         if outcome.effect is not Effect.ABORT_TURN:
             return
         if self._progress is not None and self._progress.resolved:
@@ -268,22 +277,22 @@ class AgentSession:
 
     async def cancel(self) -> None:
         """Terminal and idempotent: stop in-flight work, emit ``session:cancelled`` once."""
-        outcome = self._apply(SessionInput.CANCEL)
+        outcome = self._enter(SessionInput.CANCEL)
         if outcome.effect is not Effect.CANCEL_WORK:
             return
-        self._state = SessionState.CANCELLED
         self._interrupt = "cancel"
         for task in (self._turn_task, self._command_task):
             if task is not None and not task.done():
                 task.cancel()
+        if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
+            await self._deps.persister.release_writer(self.session_id)
         await self._stamper.emit(SessionCancelled)
 
     async def send_message(self, text: str) -> TurnResult:
         """Run one turn (idle -> streaming -> idle). Refuses ``not_started`` / ``busy`` / ``not_active``."""
         if not isinstance(text, str):
             raise InvalidInputError("the message text must be a string", location="text")
-        self._apply(SessionInput.SEND)
-        self._state = SessionState.STREAMING
+        self._enter(SessionInput.SEND)
         self._interrupt = None
         progress = TurnProgress()
         self._progress = progress
@@ -324,7 +333,7 @@ class AgentSession:
                 self._turn_task.cancel()  # our caller was cancelled: do not leave the turn running
             self._turn_task = None
             if self._state is SessionState.STREAMING:
-                self._state = SessionState.IDLE
+                self._enter(SessionInput.TURN_SETTLED)
 
     async def export(self, workflow_path: str) -> ExportResult:
         """Write the session's workflow scaffold to ``workflow_path`` (idle only); emit ``session:exported``.
@@ -334,7 +343,7 @@ class AgentSession:
         at all.  Refuses ``not_started`` / ``busy`` / ``not_active``; a session without a persister
         cannot export (``InvalidInputError``).
         """
-        self._apply(SessionInput.EXPORT)
+        self._enter(SessionInput.EXPORT)
         persister = self._deps.persister
         if persister is None:
             raise InvalidInputError("export needs a host that keeps the transcript", location="persister")
@@ -351,8 +360,7 @@ class AgentSession:
         """Run a user's ``!`` command (idle only; the session is idle again afterwards)."""
         if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
             raise InvalidInputError("a command and its arguments must be strings", location="command")
-        self._apply(SessionInput.RUN_USER_COMMAND)
-        self._state = SessionState.COMMAND
+        self._enter(SessionInput.RUN_USER_COMMAND)
         self._commands_run += 1
         task = asyncio.create_task(
             run_command(
@@ -374,15 +382,21 @@ class AgentSession:
             if not task.done():
                 task.cancel()
             if self._state is SessionState.COMMAND:
-                self._state = SessionState.IDLE
+                self._enter(SessionInput.COMMAND_SETTLED)
         if task.cancelled():
             return CommandCancelled()
         return task.result()
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _apply(self, event: SessionInput) -> Outcome:
-        return apply(self._state, event)
+    def _enter(self, event: SessionInput) -> Outcome:
+        """The one place the session's state changes: the table's outcome sets the next state.
+
+        A refusal raises :class:`SessionStateError` and leaves the state as it was.
+        """
+        outcome = apply(self._state, event)
+        self._state = outcome.next_state
+        return outcome
 
     def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
         registry = self._deps.tools
@@ -453,7 +467,7 @@ class AgentSession:
                 round_messages=progress.round_messages,
                 structural_names=names,
                 model=progress.model,
-                finish_reason=stop if stop in ("stop", "length", "content_filter") else "stop",
+                finish_reason=stop if stop in TERMINAL_FINISH_REASONS else "stop",
                 costs=self._costs(progress),
             )
             await persister.commit_turn(self.session_id, turn)
@@ -489,7 +503,7 @@ class AgentSession:
         self._count_turn(progress)
         if self._interrupt == "cancel":
             return TurnResult(status="cancelled", tokens_used=self._tokens(progress))
-        self._state = SessionState.IDLE
+        self._enter(SessionInput.TURN_SETTLED)
         tokens = self._tokens(progress)
         await self._stamper.emit(
             SessionTurnCompleted, stop_reason=SessionStopReason.ABORTED, tokens_used=tokens
@@ -510,7 +524,7 @@ class AgentSession:
                 retryable=end.error_code in RETRYABLE_ERROR_CODES,
             )
         history = tuple(progress.tool_history) or None
-        self._state = SessionState.IDLE
+        self._enter(SessionInput.TURN_SETTLED)
         await self._stamper.emit(
             SessionTurnCompleted,
             stop_reason=end.stop_reason,

@@ -26,13 +26,14 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from relavium_reference._host.store_files import WriterLeases, prepare_file
 from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.messages import (
     AgentSessionRecord,
@@ -73,6 +74,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 
 _SCHEMA = """
@@ -161,22 +163,6 @@ _SESSION_COLUMNS = (
 )
 
 
-def _prepare_file(path: Path) -> None:
-    directory = path.parent
-    if not directory.exists():
-        directory.mkdir(mode=0o700, parents=True)
-        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        descriptor = os.open(path, flags, 0o600)
-    except FileExistsError:
-        return
-    try:
-        os.fchmod(descriptor, 0o600)
-    finally:
-        os.close(descriptor)
-
-
 def _default_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -195,10 +181,16 @@ class SessionStore:
     defective stored row, :class:`~relavium_reference.PersistError` for a turn commit that failed.
     """
 
-    def __init__(self, connection: sqlite3.Connection, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        clock: Callable[[], datetime],
+        leases: WriterLeases | None = None,
+    ) -> None:
         self._conn: sqlite3.Connection | None = connection
         self._clock = clock
         self._lock = threading.RLock()
+        self._leases = leases
 
     @classmethod
     def open(
@@ -206,8 +198,11 @@ class SessionStore:
     ) -> SessionStore:
         """Open (creating if needed) ``history.db`` at ``path``: WAL, foreign keys on, schema ready."""
         target = Path(path)
-        _prepare_file(target)
-        connection = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        prepare_file(target)
+        try:
+            connection = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            raise StoreError("unavailable") from None
         try:
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA foreign_keys = ON")
@@ -224,10 +219,49 @@ class SessionStore:
                 connection.execute("COMMIT")
             elif version != SCHEMA_VERSION:
                 raise StoreError("schema_version")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
+        except BaseException as exc:
+            with suppress(sqlite3.Error):
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
             connection.close()
+            if isinstance(exc, sqlite3.Error):  # a full disk, a foreign or corrupt file, a lock
+                raise StoreError("unavailable") from None
+            raise
+        return cls(connection, clock or _default_clock, WriterLeases(target))
+
+    @classmethod
+    def open_readonly(
+        cls, path: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
+    ) -> SessionStore:
+        """Open an existing ``history.db`` for reading only: nothing is created, tightened or written.
+
+        SQLite opens the file read-only (``mode=ro``) and the connection is ``query_only``.  A file
+        that is not a ``history.db`` (another program's database) is refused with
+        ``StoreError("not_history")`` before anything else is read; one of another schema version with
+        ``StoreError("schema_version")``; a missing, corrupt or unreadable file with
+        ``StoreError("unavailable")``.  Every write through the returned store is refused.
+        """
+        target = Path(path)
+        if not target.is_file():
+            raise StoreError("unavailable")
+        try:
+            connection = sqlite3.connect(
+                f"{target.resolve().as_uri()}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error:
+            raise StoreError("unavailable") from None
+        try:
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA query_only = ON")
+            connection.execute("PRAGMA busy_timeout = 5000")
+            _check_history_schema(connection)
+        except BaseException as exc:
+            connection.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError("unavailable") from None
             raise
         return cls(connection, clock or _default_clock)
 
@@ -240,11 +274,28 @@ class SessionStore:
         return self._conn
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection and release every writer lease (idempotent)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._leases is not None:
+                self._leases.release_all()
+
+    def _lease(self, session_id: str) -> None:
+        """Hold the writer lease of ``session_id`` before writing its transcript or money (KD-DB-9)."""
+        self._db  # noqa: B018 - a closed store refuses before any lease is taken
+        if self._leases is not None:
+            self._leases.ensure(session_id)
+
+    def release_writer(self, session_id: str) -> None:
+        """Give up the writer lease of ``session_id`` (a cancelled session); another writer may take it.
+
+        Waits for a write in progress on this store, so no lease is dropped in the middle of a commit.
+        """
+        with self._lock:
+            if self._leases is not None:
+                self._leases.release(session_id)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -261,19 +312,26 @@ class SessionStore:
     ) -> Iterator[sqlite3.Connection]:
         with self._lock:
             db = self._db
-            db.execute(f"BEGIN {mode}")
             try:
-                yield db
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute(f"BEGIN {mode}")
+                try:
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    with suppress(sqlite3.Error):
+                        if db.in_transaction:
+                            db.execute("ROLLBACK")
+                    raise
+            except sqlite3.IntegrityError:
+                raise StoreError("constraint") from None
+            except sqlite3.Error:
+                raise StoreError("unavailable") from None
 
     @staticmethod
     def _live_session(db: sqlite3.Connection, session_id: str) -> sqlite3.Row:
         row = db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM agent_sessions WHERE id = ? AND deleted_at IS NULL",
+            f"SELECT rowid AS row_ref, {_SESSION_COLUMNS} FROM agent_sessions "
+            "WHERE id = ? AND deleted_at IS NULL",
             (session_id,),
         ).fetchone()
         if row is None:
@@ -289,12 +347,15 @@ class SessionStore:
         if record.deleted_at is not None:
             raise InvalidInputError("a new session cannot be deleted", location="deletedAt")
         row = session_row(record)
+        self._lease(record.id)
         names = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
         try:
             with self._transaction() as db:
                 db.execute(f"INSERT INTO agent_sessions ({names}) VALUES ({marks})", row)
-        except sqlite3.IntegrityError:
+        except StoreError as exc:
+            if exc.code != "constraint":
+                raise
             raise StoreError("session_exists") from None
         return self.load_session(record.id)
 
@@ -316,7 +377,7 @@ class SessionStore:
             row["total_cost_microcents"],
         ):
             raise StoreError("totals_mismatch")
-        return session_from_row(dict(row))
+        return _checked(session_from_row, row, "agent_sessions")
 
     def update_session(
         self,
@@ -373,8 +434,9 @@ class SessionStore:
         """
         if not isinstance(turn, CompletedTurn):
             raise InvalidInputError("commit_turn needs a CompletedTurn", location="turn")
-        stamp = iso_from_ms(self._now_ms())
         try:
+            stamp = iso_from_ms(self._now_ms())
+            self._lease(session_id)
             with self._transaction() as db:
                 self._live_session(db, session_id)
                 next_seq = self._next_sequence(db, session_id)
@@ -394,11 +456,11 @@ class SessionStore:
                     (title or derive_title(message_text(turn.user.content)), self._now_ms(), session_id),
                 )
                 written = db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM session_messages "
+                    f"SELECT rowid AS row_ref, {_MESSAGE_COLUMNS} FROM session_messages "
                     "WHERE session_id = ? AND sequence_number >= ? ORDER BY sequence_number",
                     (session_id, next_seq),
                 ).fetchall()
-                committed = tuple(message_from_row(dict(row)) for row in written)
+                committed = tuple(_checked(message_from_row, row, "session_messages") for row in written)
         except (sqlite3.Error, StoreError, ValidationError, InvalidInputError) as exc:
             raise PersistError("the completed turn could not be committed") from exc
         return committed
@@ -434,6 +496,7 @@ class SessionStore:
         if isinstance(dropped_through_sequence, bool) or not isinstance(dropped_through_sequence, int):
             raise InvalidInputError("a boundary must be a sequence number", location="droppedThroughSequence")
         stamp = iso_from_ms(self._now_ms())
+        self._lease(session_id)
         with self._transaction() as db:
             self._live_session(db, session_id)
             next_seq = self._next_sequence(db, session_id)
@@ -465,10 +528,11 @@ class SessionStore:
     @staticmethod
     def _read_messages(db: sqlite3.Connection, session_id: str) -> tuple[SessionMessage, ...]:
         rows = db.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM session_messages WHERE session_id = ? ORDER BY sequence_number",
+            f"SELECT rowid AS row_ref, {_MESSAGE_COLUMNS} FROM session_messages WHERE session_id = ? "
+            "ORDER BY sequence_number",
             (session_id,),
         ).fetchall()
-        messages = tuple(message_from_row(dict(row)) for row in rows)
+        messages = tuple(_checked(message_from_row, row, "session_messages") for row in rows)
         if [m.sequence_number for m in messages] != list(range(len(messages))):
             raise StoreError("sequence_gap")
         return messages
@@ -485,6 +549,7 @@ class SessionStore:
         """Add one cost entry (for instance a failed or aborted turn's spend) and the totals, atomically."""
         if not isinstance(entry, CostEntry):
             raise InvalidInputError("record_cost needs a CostEntry", location="entry")
+        self._lease(session_id)
         with self._transaction() as db:
             self._live_session(db, session_id)
             self._add_cost(db, session_id, entry)
@@ -548,6 +613,38 @@ class SessionStore:
             )
             for row in rows
         )
+
+
+_TABLE_COLUMNS = {
+    "agent_sessions": frozenset(_SESSION_COLUMNS.split(", ")),
+    "session_messages": frozenset(_MESSAGE_COLUMNS.split(", ")),
+    "session_costs": frozenset(
+        [
+            *("id", "session_id", "model", "model_catalog_id", "input_tokens", "output_tokens"),
+            *("cost_microcents", "call_count", "unpriced_calls", "is_legacy", "created_at", "updated_at"),
+        ]
+    ),
+}
+
+
+def _check_history_schema(connection: sqlite3.Connection) -> None:
+    """Refuse a database without the session tables, or of another schema version (reads only)."""
+    for table, wanted in _TABLE_COLUMNS.items():
+        columns = {row[1] for row in connection.execute(f"PRAGMA table_info({table})").fetchall()}
+        if not wanted <= columns:
+            raise StoreError("not_history")
+    if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        raise StoreError("schema_version")
+
+
+def _checked(read: Callable[[dict[str, Any]], T], row: sqlite3.Row, table: str) -> T:
+    """Read one stored row; a refusal names the row by table and ``rowid`` (KD-DB-7)."""
+    data = dict(row)
+    ref = data.pop("row_ref")
+    try:
+        return read(data)
+    except StoreError as exc:
+        raise StoreError(exc.code, row=f"{table} rowid {ref}") from exc.__cause__
 
 
 def _split_script(script: str) -> list[str]:

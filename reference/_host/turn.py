@@ -30,18 +30,18 @@ from relavium_reference._model.llm import (
     LlmMessage,
     LlmProvider,
     LlmRequest,
+    LlmTextPart,
+    LlmToolCallPart,
+    LlmToolResultPart,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
     StopChunk,
     StreamErrorChunk,
     TextDelta,
-    TextPart,
     ToolCallDelta,
     ToolCallEnd,
-    ToolCallPart,
     ToolCallStart,
-    ToolResultPart,
     Usage,
 )
 from relavium_reference._model.shapes import AgentSnapshot
@@ -324,17 +324,17 @@ async def _dispatch_round(
     setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
 ) -> list[LlmMessage]:
     """Run each tool call of a round in order; return the round's assistant and tool messages."""
-    assistant_parts: list[Any] = [TextPart(text=result.text)] if result.text else []
+    assistant_parts: list[Any] = [LlmTextPart(text=result.text)] if result.text else []
     result_parts: list[Any] = []
     for call in result.calls:
-        assistant_parts.append(ToolCallPart(id=call.id, name=call.name, args=copy.deepcopy(call.args)))
+        assistant_parts.append(LlmToolCallPart(id=call.id, name=call.name, args=copy.deepcopy(call.args)))
         output = await _dispatch_one(setup, call, result.model, round_number)
         structural_name = call.name if setup.registry.get(call.name) is not None else UNKNOWN_TOOL
         progress.tool_history.append(
             ToolHistoryEntry(tool_call_id=call.id, name=structural_name, is_error=output.is_error)
         )
         result_parts.append(
-            ToolResultPart(tool_call_id=call.id, result=output.text, is_error=output.is_error)
+            LlmToolResultPart(tool_call_id=call.id, result=output.text, is_error=output.is_error)
         )
     return [
         LlmMessage(role="assistant", content=assistant_parts),

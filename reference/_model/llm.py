@@ -21,22 +21,22 @@ __all__ = [
     "LlmError",
     "LlmMessage",
     "LlmProvider",
+    "LlmReasoningPart",
     "LlmRequest",
+    "LlmTextPart",
+    "LlmToolCallPart",
+    "LlmToolResultPart",
     "ReasoningDelta",
     "ReasoningEnd",
-    "ReasoningPart",
     "ReasoningStart",
     "StopChunk",
     "StreamChunk",
     "StreamErrorChunk",
     "TextDelta",
-    "TextPart",
     "ToolCallDelta",
     "ToolCallEnd",
-    "ToolCallPart",
     "ToolCallStart",
     "ToolDef",
-    "ToolResultPart",
     "Usage",
 ]
 
@@ -57,32 +57,34 @@ class _Mutable(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class TextPart(_Mutable):
+class LlmTextPart(_Mutable):
     type: Literal["text"] = "text"
     text: str
 
 
-class ToolCallPart(_Mutable):
+class LlmToolCallPart(_Mutable):
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
     args: Any = None
 
 
-class ToolResultPart(_Mutable):
+class LlmToolResultPart(_Mutable):
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     result: Any = None
     is_error: bool = False
 
 
-class ReasoningPart(_Mutable):
+class LlmReasoningPart(_Mutable):
     type: Literal["reasoning"] = "reasoning"
     text: str
     signature: str | None = None
 
 
-ContentPart = Annotated[TextPart | ToolCallPart | ToolResultPart | ReasoningPart, Field(discriminator="type")]
+ContentPart = Annotated[
+    LlmTextPart | LlmToolCallPart | LlmToolResultPart | LlmReasoningPart, Field(discriminator="type")
+]
 
 
 class LlmMessage(_Mutable):

@@ -229,6 +229,7 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
+
 class SessionMessage(WireModel):
     """One durable, append-only transcript row of a session."""
 
@@ -244,9 +245,11 @@ class SessionMessage(WireModel):
     @model_validator(mode="before")
     @classmethod
     def _known_part_types(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for part in data.get("content") or ():
-                if isinstance(part, dict) and part.get("type") not in _PART_TYPES:
+        content = data.get("content") if isinstance(data, dict) else None
+        if isinstance(content, list | tuple):  # any other shape is left to the field's own check
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if isinstance(part, dict) and not (isinstance(kind, str) and kind in _PART_TYPES):
                     raise _refuse("unknown_part_type")
         return data
 

@@ -12,15 +12,12 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from relavium_reference._model.llm import LlmMessage
-from relavium_reference._model.llm import TextPart as LlmTextPart
-from relavium_reference._model.llm import ToolCallPart as LlmToolCallPart
-from relavium_reference._model.llm import ToolResultPart as LlmToolResultPart
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
 from relavium_reference._model.messages import (
     ISO_TIMESTAMP_PATTERN,
     REFUSAL_MESSAGES,
@@ -34,6 +31,7 @@ from relavium_reference._model.messages import (
     fixed_validation_error,
 )
 from relavium_reference._model.shapes import WireModel
+from relavium_reference._model.vocabulary import TerminalFinishReason
 
 __all__ = [
     "TITLE_MAX_CODE_POINTS",
@@ -53,7 +51,6 @@ __all__ = [
 TITLE_MAX_CODE_POINTS = 40
 
 #: Stop reasons a successful turn can end with (``tool_use`` marks structural rows; ``error`` never commits).
-TerminalFinishReason = Literal["stop", "length", "content_filter"]
 
 _NonNegative = Annotated[StrictInt, Field(ge=0)]
 

@@ -7,15 +7,18 @@ which the specification adds to the error taxonomy.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
 
 __all__ = [
     "RETRYABLE_ERROR_CODES",
+    "TERMINAL_FINISH_REASONS",
     "ErrorCode",
     "FsScopeTier",
     "LlmErrorKind",
     "ProviderId",
     "SessionStopReason",
     "StopReason",
+    "TerminalFinishReason",
     "code_for_llm_error",
 ]
 
@@ -120,3 +123,8 @@ _CODE_FOR_KIND: dict[LlmErrorKind, ErrorCode] = {
 def code_for_llm_error(kind: LlmErrorKind) -> ErrorCode:
     """Map a classified provider error kind to the session error code."""
     return _CODE_FOR_KIND[kind]
+
+
+TerminalFinishReason = Literal["stop", "length", "content_filter"]
+"""The finish reasons a completed turn's terminal row may carry (``tool_use`` marks call rows only)."""
+TERMINAL_FINISH_REASONS: frozenset[str] = frozenset(get_args(TerminalFinishReason))

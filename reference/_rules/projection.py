@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from relavium_reference._model.llm import ContentPart, LlmMessage, TextPart
+from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart
 from relavium_reference._model.shapes import MemoryNone, MemoryPolicySpec, MemoryWindow
 
 __all__ = [
@@ -88,4 +88,4 @@ def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
 
 
 def text_message(role: Literal["user", "assistant"], text: str) -> LlmMessage:
-    return LlmMessage(role=role, content=[TextPart(text=text)])
+    return LlmMessage(role=role, content=[LlmTextPart(text=text)])

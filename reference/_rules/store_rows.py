@@ -24,8 +24,11 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 
 __all__ = [
+    "MAX_EPOCH_MS",
+    "MIN_EPOCH_MS",
     "STORE_ERRORS",
     "MessageColumns",
     "StoreError",
@@ -56,9 +59,13 @@ STORE_ERRORS: dict[str, str] = {
     "totals_mismatch": "stored session totals do not match the cost rows",
     "schema_version": "history.db has an unsupported schema version",
     "closed": "the session store is closed",
+    "unavailable": "history.db could not be opened, read or written",
+    "constraint": "history.db refused a write that breaks its constraints",
+    "permissions": "history.db or its side files could not be made private to their owner",
+    "writer_busy": "another live writer holds this session",
+    "not_history": "the file is not a history.db (it lacks the session tables)",
 }
 
-_TERMINAL_FINISH = frozenset({"stop", "length", "content_filter"})
 
 
 class StoreError(DependencyError):
@@ -66,12 +73,16 @@ class StoreError(DependencyError):
 
     ``code`` is a key of :data:`STORE_ERRORS`; the message is the fixed text for it and never holds
     stored content.
+
+    ``row`` names the stored row a read refused (its table and SQLite ``rowid``, never its content),
+    when the store knows it; ``str(error)`` then ends with it.
     """
 
-    def __init__(self, code: str) -> None:
-        super().__init__(STORE_ERRORS[code])
+    def __init__(self, code: str, *, row: str | None = None) -> None:
+        super().__init__(STORE_ERRORS[code] if row is None else f"{STORE_ERRORS[code]} ({row})")
         self.code = code
         self.message = STORE_ERRORS[code]
+        self.row = row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,18 +90,48 @@ class StoreError(DependencyError):
 # ---------------------------------------------------------------------------------------------
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
+#: The instants the store can hold (KD-DB-7): UTC years 1 to 9999, in epoch milliseconds.
+MIN_EPOCH_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _ONE_MS
+MAX_EPOCH_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) // _ONE_MS
 
 
-def epoch_ms(timestamp: str) -> int:
-    """ISO 8601 (with offset) to integer epoch milliseconds, truncating below the millisecond."""
-    parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+def epoch_ms(timestamp: str, *, location: str = "timestamp") -> int:
+    """ISO 8601 (with offset) to integer epoch milliseconds, truncating below the millisecond.
+
+    A timestamp that is not ISO 8601 with an offset, or whose instant lies outside UTC years 1 to 9999
+    (``0001-01-01T00:00:00+23:59``: it could be written but never read back), raises
+    :class:`InvalidInputError` (KD-DB-7).
+    """
+    try:
+        parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        if parsed.tzinfo is None:
+            raise ValueError("no offset")
+        ms = (parsed - _EPOCH) // _ONE_MS
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        raise InvalidInputError("timestamp must be ISO 8601 with an offset", location=location) from None
+    if not MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS:
+        raise InvalidInputError("timestamp is outside the range the store can hold", location=location)
+    return ms
 
 
 def iso_from_ms(ms: int) -> str:
-    """Integer epoch milliseconds to the store's canonical form ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    """Integer epoch milliseconds to the store's canonical form ``YYYY-MM-DDTHH:MM:SS.mmmZ``.
+
+    Anything but an integer in the store's range (KD-DB-7) raises :class:`InvalidInputError`.
+    """
+    if isinstance(ms, bool) or not isinstance(ms, int) or not MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS:
+        raise InvalidInputError("stored time is not epoch milliseconds in range", location="created_at")
     moment = _EPOCH + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _stored_time(value: Any, code: str) -> str:
+    """A stored epoch-milliseconds column as ISO text; anything else is the row's :class:`StoreError`."""
+    try:
+        return iso_from_ms(value)
+    except InvalidInputError:
+        raise StoreError(code) from None
 
 
 def _refuse_constant(name: str) -> Any:
@@ -110,7 +151,7 @@ def strict_json(text: str) -> Any:
     """Parse JSON refusing duplicate keys and non-finite numbers; raise :class:`StoreError`."""
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise StoreError("malformed_json") from None
 
 
@@ -149,12 +190,12 @@ def _check_columns(message: SessionMessage, row: dict[str, Any]) -> None:
     stored_reason = row["finish_reason"]
     if message.role == "assistant":
         wanted_tool_use = any(isinstance(p, ToolCallPart) for p in message.content)
-        allowed = {"tool_use"} if wanted_tool_use else _TERMINAL_FINISH
+        allowed = {"tool_use"} if wanted_tool_use else TERMINAL_FINISH_REASONS
         if stored_reason not in allowed:
             raise StoreError("finish_reason_invalid")
     elif stored_reason is not None:
         raise StoreError("finish_reason_invalid")
-    expected = derive_columns(message, stored_reason if stored_reason in _TERMINAL_FINISH else None)
+    expected = derive_columns(message, stored_reason if stored_reason in TERMINAL_FINISH_REASONS else None)
     if row["content"] != expected["content"]:
         raise StoreError("text_mismatch")
     stored_calls = row["tool_calls"]
@@ -178,7 +219,7 @@ def message_from_row(row: dict[str, Any]) -> SessionMessage:
         "sequenceNumber": row["sequence_number"],
         "role": row["role"],
         "content": parts,
-        "timestamp": iso_from_ms(row["created_at"]) if isinstance(row["created_at"], int) else None,
+        "timestamp": _stored_time(row["created_at"], "invalid_message"),
     }
     if row["model_id"] is not None:
         wire["modelId"] = row["model_id"]
@@ -193,6 +234,7 @@ def message_from_row(row: dict[str, Any]) -> SessionMessage:
 
 
 def message_row(message: SessionMessage, finish_reason: str | None = None) -> dict[str, Any]:
+    """The ``session_messages`` row of ``message``; :class:`InvalidInputError` if it cannot be read back."""
     row: dict[str, Any] = {
         "id": message.id,
         "session_id": message.session_id,
@@ -203,16 +245,25 @@ def message_row(message: SessionMessage, finish_reason: str | None = None) -> di
         "compaction_dropped_through_sequence": (
             message.compaction.dropped_through_sequence if message.compaction else None
         ),
-        "created_at": epoch_ms(message.timestamp),
+        "created_at": epoch_ms(message.timestamp, location="timestamp"),
         **derive_columns(message, finish_reason),
     }
-    _check_columns(message, row)  # the write side passes the same check as the read side
+    _readable(message_from_row, row, "timestamp")  # the write side passes the read side's checks
     return row
 
 
+def _readable(read: Any, row: dict[str, Any], location: str) -> None:
+    """Refuse to write a row its own reader would refuse (nothing the store accepts can poison it)."""
+    try:
+        read(row)
+    except StoreError:
+        raise InvalidInputError("this value cannot be stored and read back", location=location) from None
+
+
 def session_row(record: AgentSessionRecord) -> dict[str, Any]:
+    """The ``agent_sessions`` row of ``record``; :class:`InvalidInputError` if it could not be read back."""
     context = record.context
-    return {
+    row = {
         "id": record.id,
         "agent_id": record.agent_id,
         "agent_slug": record.agent_slug,
@@ -228,10 +279,12 @@ def session_row(record: AgentSessionRecord) -> dict[str, Any]:
         "total_output_tokens": record.total_output_tokens,
         "total_cost_microcents": record.total_cost_microcents,
         "exported_workflow_path": record.exported_workflow_path,
-        "deleted_at": epoch_ms(record.deleted_at) if record.deleted_at else None,
-        "created_at": epoch_ms(record.created_at),
-        "updated_at": epoch_ms(record.updated_at),
+        "deleted_at": epoch_ms(record.deleted_at, location="deletedAt") if record.deleted_at else None,
+        "created_at": epoch_ms(record.created_at, location="createdAt"),
+        "updated_at": epoch_ms(record.updated_at, location="updatedAt"),
     }
+    _readable(session_from_row, row, "record")
+    return row
 
 
 def session_from_row(row: dict[str, Any]) -> AgentSessionRecord:
@@ -257,15 +310,17 @@ def session_from_row(row: dict[str, Any]) -> AgentSessionRecord:
         "totalInputTokens": row["total_input_tokens"],
         "totalOutputTokens": row["total_output_tokens"],
         "totalCostMicrocents": row["total_cost_microcents"],
-        "createdAt": iso_from_ms(row["created_at"]),
-        "updatedAt": iso_from_ms(row["updated_at"]),
+        "createdAt": _stored_time(row["created_at"], "invalid_session"),
+        "updatedAt": _stored_time(row["updated_at"], "invalid_session"),
     }
     optional = {
         "agentId": row["agent_id"],
         "title": row["title"],
         "modelId": row["model_id"],
         "exportedWorkflowPath": row["exported_workflow_path"],
-        "deletedAt": None if row["deleted_at"] is None else iso_from_ms(row["deleted_at"]),
+        "deletedAt": (
+            None if row["deleted_at"] is None else _stored_time(row["deleted_at"], "invalid_session")
+        ),
     }
     wire.update({key: value for key, value in optional.items() if value is not None})
     if snapshot is not None:

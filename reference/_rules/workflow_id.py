@@ -66,8 +66,13 @@ def workflow_id(title: str | None, session_id: str) -> str:
     """The workflow id for a session export.
 
     Raises :class:`InvalidInputError` when the title is unusable and ``session_id`` is empty (a
-    session id is never empty; there would be nothing left to encode, KD-EXP-2).
+    session id is never empty; there would be nothing left to encode, KD-EXP-2), and when ``title`` is
+    neither text nor ``None`` or ``session_id`` is not text.
     """
+    if title is not None and not isinstance(title, str):
+        raise InvalidInputError("title must be text or absent", location="title")
+    if not isinstance(session_id, str):
+        raise InvalidInputError("session id must be text", location="session_id")
     if title is not None:
         slug = title_slug(title)
         if slug:

@@ -27,13 +27,22 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    MappingStartEvent,
+    NodeEvent,
+)
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
 
-__all__ = ["dump_yaml", "ensure_json_data", "load_yaml", "utf16_key"]
+__all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "utf16_key"]
 
+#: The deepest nesting of mappings and sequences accepted either way (KD-EXP-6). An export is about ten
+#: levels deep; the bound keeps the recursive YAML composer and the checks below far from Python's limit.
+MAX_DEPTH = 64
 _WIDTH = 1 << 30
 # Characters a single-quoted or plain scalar cannot carry faithfully (YAML folds or drops them when it
 # reads the text back): such strings are written double-quoted, where the emitter escapes them.
@@ -72,8 +81,13 @@ def _yaml() -> YAML:
     return yaml
 
 
-def ensure_json_data(value: Any, location: str = "") -> None:
-    """Refuse anything that is not JSON-shaped data (YAML timestamps, sets, binary, NaN, non-string keys)."""
+def ensure_json_data(value: Any, location: str = "", *, _depth: int = 0) -> None:
+    """Refuse anything that is not JSON-shaped data (YAML timestamps, sets, binary, NaN, non-string keys).
+
+    Nesting deeper than :data:`MAX_DEPTH` is refused too.
+    """
+    if _depth > MAX_DEPTH:
+        raise InvalidInputError("data is nested too deeply", location=location)
     if value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
@@ -82,13 +96,13 @@ def ensure_json_data(value: Any, location: str = "") -> None:
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
-            ensure_json_data(item, f"{location}.{index}" if location else str(index))
+            ensure_json_data(item, f"{location}.{index}" if location else str(index), _depth=_depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError("mapping key is not a string", location=location)
-            ensure_json_data(item, f"{location}.{key}" if location else key)
+            ensure_json_data(item, f"{location}.{key}" if location else key, _depth=_depth + 1)
         return
     raise InvalidInputError("value is not JSON data", location=location)
 
@@ -109,13 +123,41 @@ def dump_yaml(data: Any) -> str:
     return stream.getvalue()
 
 
+def _screen_events(yaml: YAML, text: str) -> None:
+    """Refuse what JSON-shaped data cannot hold, before the recursive composer sees it.
+
+    Aliases (an export never holds one; refusing them also rules out alias bombs), a mapping key that is
+    itself a mapping or a sequence, and nesting deeper than :data:`MAX_DEPTH`.  The event stream is
+    flat, so this check never recurses.
+    """
+    # One entry per open collection: is it a mapping, and how many nodes it holds so far.
+    open_collections: list[list[Any]] = []
+    for event in yaml.parse(text):
+        if isinstance(event, AliasEvent):
+            raise InvalidInputError("YAML aliases are not accepted in a workflow")
+        if isinstance(event, CollectionEndEvent):
+            open_collections.pop()
+            continue
+        if not isinstance(event, NodeEvent):
+            continue
+        if open_collections:
+            parent = open_collections[-1]
+            if parent[0] and parent[1] % 2 == 0 and isinstance(event, CollectionStartEvent):
+                raise InvalidInputError("mapping key is not a string")
+            parent[1] += 1
+        if isinstance(event, CollectionStartEvent):
+            if len(open_collections) >= MAX_DEPTH:
+                raise InvalidInputError("workflow YAML is nested too deeply")
+            open_collections.append([isinstance(event, MappingStartEvent), 0])
+
+
 def load_yaml(text: str) -> Any:
     """Read YAML text as JSON-shaped data; malformed YAML or non-JSON values raise ``InvalidInputError``."""
+    if not isinstance(text, str):
+        raise InvalidInputError("workflow YAML must be text")
     yaml = _yaml()
     try:
-        # An exported text never holds aliases; refusing them also rules out alias bombs.
-        if any(isinstance(event, AliasEvent) for event in yaml.parse(text)):
-            raise InvalidInputError("YAML aliases are not accepted in a workflow")
+        _screen_events(yaml, text)
         data = yaml.load(text)
     except YAMLError:
         raise InvalidInputError("workflow YAML is not well-formed") from None

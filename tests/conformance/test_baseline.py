@@ -17,6 +17,7 @@ from relavium_conformance._report.baseline import (
     Baseline,
     KnownFailure,
     baseline_from_run,
+    capability_gate,
     compare,
     load_baseline,
     parse_baseline,
@@ -332,3 +333,74 @@ def test_baseline_of_a_passing_run_is_empty(tmp_path: Path) -> None:
     written = write_baseline(make_run(case("a/b")), path)
     assert written.known_failures == ()
     assert load_baseline(path).known_failures == ()
+
+
+# --- declared capabilities -------------------------------------------------------------------------------
+
+
+def capable_run(*capabilities: str) -> RunResult:
+    return RunResult.build(
+        implementation=ImplementationInfo(name="acme", adapter="stdio", capabilities=capabilities),
+        cases=[case("lifecycle/a", "passed", "AS-LIFE-001"), case("turns/d", "unsupported")],
+        catalogue=[ClauseInfo("AS-LIFE-001", "testable")],
+        started_at=datetime(2026, 11, 30, tzinfo=UTC),
+        duration_ms=1,
+        kit=KitInfo(version="0.0.test"),
+    )
+
+
+def test_written_baseline_records_the_declared_capabilities(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.yaml"
+    written = write_baseline(capable_run("resume", "core"), path)
+    assert written.capabilities == ("core", "resume")
+    assert load_baseline(path).capabilities == ("core", "resume")
+
+
+def test_a_run_declaring_fewer_capabilities_than_its_baseline_fails_naming_them() -> None:
+    floor = Baseline(capabilities=("core", "export", "resume"), known_failures=())
+    run = capable_run("core")
+    gate = capability_gate(run, baseline=floor, baseline_file="b.yaml")
+    assert gate is not None
+    assert gate.missing == ("export", "resume")
+    assert gate.sources == ("b.yaml",)
+    gated = run.with_capability_gate(gate).with_baseline(compare(run, floor))
+    assert exit_code(gated) is ExitCode.FAILED  # although every run case passed or was unsupported
+    assert exit_code(run.with_baseline(compare(run, floor))) is ExitCode.OK
+
+
+def test_required_capabilities_add_to_the_baseline_floor() -> None:
+    run = capable_run("core", "resume")
+    assert capability_gate(run) is None
+    gate = capability_gate(run, required=["resume"])
+    assert gate is not None
+    assert gate.ok
+    everything = capability_gate(run, required=["resume"], require_all=["core", "resume", "usage"])
+    assert everything is not None
+    assert everything.missing == ("usage",)
+    assert everything.sources == ("--require-capability", "--require-all")
+
+
+def test_cli_capabilities_below_the_baseline_exit_1_and_are_named(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "implementation: relavium-reference\ncapabilities: [core, resume]\nknown_failures: []\n",
+        encoding="utf-8",
+    )
+    server = f"{sys.executable} -m relavium_conformance stdio-server --capabilities core"
+    command = [sys.executable, "-m", "relavium_conformance", "run", "--adapter", f"stdio:{server}"]
+    done = subprocess.run(
+        [*command, "--baseline", str(path), "--select", "resume/continues-the-conversation"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "required capability not declared: resume" in done.stdout
+    refused = subprocess.run(
+        [*command, "--require-capability", "telepathy"], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 2
+    assert "telepathy" in refused.stderr

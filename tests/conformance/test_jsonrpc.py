@@ -18,6 +18,7 @@ import pytest
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import AdapterError
+from relavium_conformance._wire.handshake import check_protocol_version
 from relavium_conformance._wire.jsonrpc import (
     DEFAULT_LINE_LIMIT,
     INTERNAL_ERROR,
@@ -32,7 +33,6 @@ from relavium_conformance._wire.jsonrpc import (
     PeerTimeout,
     ProtocolMismatch,
     RpcError,
-    check_protocol_version,
     envelope_kind,
 )
 

@@ -112,3 +112,19 @@ def test_selection_by_id_area_clause_and_clause_area() -> None:
     assert first in select_cases(cases, [first.clauses[0]])
     assert first in select_cases(cases, [first.clauses[0].rsplit("-", 1)[0]])
     assert select_cases(cases, ["no-such-area/*"]) == ()
+
+
+def test_every_kit_choice_a_case_rests_on_is_recorded() -> None:
+    import re
+
+    text = (ROOT / "docs" / "kit-defined.md").read_text(encoding="utf-8")
+    recorded = set(re.findall(r"^## (KD-[A-Z]+-\d+):", text, re.M))
+    named = {
+        (case.id, kd)
+        for case in load_cases()
+        if isinstance(case, Case)
+        for kd in (*case.kit_defined, *(kd for step in case.steps for kd in step.kit_defined))
+    }
+    assert {pair for pair in named if pair[1] not in recorded} == set()
+    for generic in ("KD-EVT-2", "KD-EVT-4", "KD-EVT-6"):  # what the generic event checks cite
+        assert generic in recorded

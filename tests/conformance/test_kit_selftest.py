@@ -9,6 +9,7 @@ import pytest
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import run_selftest
 
 
@@ -39,3 +40,14 @@ def test_selftest_command_exits_zero_and_reports_each_verdict(report) -> None:  
     assert report.ok
     proofs = report.proofs()
     assert proofs, "no clause is proven by any broken implementation"
+
+
+@pytest.mark.parametrize("name", [a.name for a in COMPLIANT_ALTERNATIVES])
+def test_compliant_alternative_passes_every_case(report, name: str) -> None:  # type: ignore[no-untyped-def]
+    [verdict] = [a for a in report.alternatives if a.name == name]
+    assert verdict.accepted, verdict.explanation
+
+
+def test_proofs_count_only_clauses_whose_own_cases_failed(report) -> None:  # type: ignore[no-untyped-def]
+    for verdict in report.broken:
+        assert set(verdict.proven) <= set(verdict.clauses), verdict.name

@@ -141,7 +141,15 @@ def test_written_json_validates_against_the_schema(tmp_path: Path) -> None:
     write_json(run, path)
     document = json.loads(path.read_text(encoding="utf-8"))
     assert list(schema_validator("results.schema.json").iter_errors(document)) == []
-    assert document["summary"] == {"passed": 2, "failed": 1, "errored": 1, "unsupported": 1, "total": 5}
+    assert document["summary"] == {
+        "passed": 2,
+        "failed": 1,
+        "errored": 1,
+        "unsupported": 1,
+        "total": 5,
+        "spec_failures": 1,
+        "kit_choice_failures": 0,
+    }
     assert [c["status"] for c in document["clauses"]] == [
         "passed",
         "failed",
@@ -469,12 +477,14 @@ def test_summary_has_area_table_first_difference_and_exit_line() -> None:
         "turns": ["1", "0", "1", "1", "3"],
         "total": ["2", "1", "1", "1", "5"],
     }
-    failed_at = lines.index("FAILED lifecycle/abort-idle-is-noop: 2 expected observations not met")
+    failed_at = lines.index(
+        "FAILED lifecycle/abort-idle-is-noop (spec failure): 2 expected observations not met"
+    )
     assert lines[failed_at + 1].startswith("    clause AS-LIFE-002 (")  # with its summary
     assert lines[failed_at + 2] == '    at events[0].type: expected null, got "session:aborted" (unexpected)'
     assert lines[failed_at + 3] == '    at state: expected "idle", got "aborted" (wrong state)'
     assert "ERRORED turns/tool-loop: process exited 1" in lines
-    assert "2 passed, 1 failed, 1 errored, 1 unsupported in 1.23s" in lines
+    assert "2 passed, 1 unsupported, 1 failed (1 spec, 0 kit-choice), 1 errored in 1.23s" in lines
     assert lines[-1] == "exit 1: FAILED (2 failed or errored cases)"
 
 

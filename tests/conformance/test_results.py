@@ -15,11 +15,13 @@ from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import (
     BaselineComparison,
+    CapabilityGate,
     CaseResult,
     CaseStatus,
     ClauseInfo,
     ClauseStatus,
     ExitCode,
+    FailureKind,
     ImplementationInfo,
     KitInfo,
     RunResult,
@@ -242,7 +244,7 @@ def test_build_counts_cases_and_aggregates_clauses() -> None:
         case("turns/e", "passed"),
         catalogue=[TESTABLE, ClauseInfo("AS-TEST-001", "testable")],
     )
-    assert run.summary == Summary(passed=2, failed=1, errored=1, unsupported=1, total=5)
+    assert run.summary == Summary(passed=2, failed=1, errored=1, unsupported=1, total=5, spec_failures=1)
     assert [(c.id, c.status) for c in run.clauses] == [
         ("AS-LIFE-001", ClauseStatus.FAILED),
         ("AS-TEST-001", ClauseStatus.UNTESTED),
@@ -361,3 +363,64 @@ def test_run_refuses_a_start_time_without_a_time_zone() -> None:
             started_at=datetime(2026, 11, 30, 4, 0),  # naive on purpose
             duration_ms=0,
         )
+
+
+# --- spec failures and kit-choice failures ---------------------------------------------------------------
+
+
+def _diff(*, clauses: tuple[str, ...] = (), kit_defined: tuple[str, ...] = ()) -> dict[str, object]:
+    return {"path": "x", "message": "differs", "clauses": list(clauses), "kit_defined": list(kit_defined)}
+
+
+KD_CATALOGUE = [
+    ClauseInfo("AS-LIFE-001", "testable"),
+    ClauseInfo("AS-EVT-001", "kit-defined"),
+    ClauseInfo("AS-EVT-002", "testable"),
+]
+
+
+def test_generic_check_books_on_its_own_clause_not_the_cases() -> None:
+    run = run_of(
+        case("lifecycle/a", "failed", "AS-LIFE-001", differences=[_diff(clauses=("AS-EVT-001",))]),
+        catalogue=KD_CATALOGUE,
+    )
+    status = {c.id: c.status for c in run.clauses}
+    assert status == {
+        "AS-LIFE-001": ClauseStatus.PASSED,
+        "AS-EVT-001": ClauseStatus.FAILED,
+        "AS-EVT-002": ClauseStatus.UNTESTED,
+    }
+    [evt] = [c for c in run.clauses if c.id == "AS-EVT-001"]
+    assert evt.failed_by == ("lifecycle/a",)
+    assert evt.cases == ("lifecycle/a",)
+
+
+def test_failure_kind_is_kit_choice_only_when_every_difference_rests_on_a_choice() -> None:
+    choice = case("lifecycle/a", "failed", "AS-LIFE-001", differences=[_diff(kit_defined=("KD-EVT-4",))])
+    mixed = case(
+        "lifecycle/b",
+        "failed",
+        "AS-LIFE-001",
+        differences=[_diff(kit_defined=("KD-EVT-4",)), _diff()],
+    )
+    assert choice.failure_kind is FailureKind.KIT_CHOICE
+    assert mixed.failure_kind is FailureKind.SPEC
+    run = run_of(choice, catalogue=KD_CATALOGUE)
+    assert (run.summary.spec_failures, run.summary.kit_choice_failures) == (0, 1)
+    [clause] = [c for c in run.clauses if c.id == "AS-LIFE-001"]
+    assert clause.failure_kind is FailureKind.KIT_CHOICE
+    both = run_of(choice, mixed, catalogue=KD_CATALOGUE)
+    assert (both.summary.spec_failures, both.summary.kit_choice_failures) == (1, 1)
+    assert [c.failure_kind for c in both.clauses if c.id == "AS-LIFE-001"] == [FailureKind.SPEC]
+
+
+def test_a_failure_kind_contradicting_the_differences_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        case("lifecycle/a", "failed", "AS-LIFE-001", differences=[_diff()], failure_kind="kit-choice")
+
+
+def test_a_missing_required_capability_fails_the_run() -> None:
+    run = run_of(case("lifecycle/a", "passed", "AS-LIFE-001"), catalogue=KD_CATALOGUE)
+    assert exit_code(run) is ExitCode.OK
+    gated = run.with_capability_gate(CapabilityGate(required=("resume",), missing=("resume",)))
+    assert exit_code(gated) is ExitCode.FAILED

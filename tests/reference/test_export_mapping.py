@@ -291,7 +291,7 @@ def _expected_nodes(segments: list[Segment]) -> list[tuple[str, tuple[str, ...]]
     "AS-EXP-030",
     "AS-EXP-031",
 )
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(SEGMENT, max_size=8))
 def test_generated_transcripts_export_one_node_per_completed_turn(segments: list[Segment]) -> None:
     record, messages = _session(segments)
@@ -307,7 +307,7 @@ def test_generated_transcripts_export_one_node_per_completed_turn(segments: list
 
 
 @pytest.mark.clauses("AS-EXP-019")
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(SEGMENT, max_size=8), st.randoms(use_true_random=False))
 def test_export_is_deterministic_and_ignores_input_order(segments: list[Segment], rnd: random.Random) -> None:
     record, messages = _session(segments)
@@ -319,7 +319,7 @@ def test_export_is_deterministic_and_ignores_input_order(segments: list[Segment]
 
 
 @pytest.mark.clauses("AS-EXP-005", "AS-EXP-046")
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(SEGMENT, max_size=6), st.none() | st.text(max_size=20).filter(bool))
 def test_exported_text_round_trips_byte_for_byte(segments: list[Segment], title: str | None) -> None:
     record, messages = _session(segments, title)

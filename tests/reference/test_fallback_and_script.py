@@ -16,7 +16,7 @@ from relavium_reference import (
     ScriptError,
     load_script,
 )
-from relavium_reference._model.llm import LlmMessage, LlmRequest, TextPart
+from relavium_reference._model.llm import LlmMessage, LlmRequest, LlmTextPart
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,7 +108,7 @@ def test_usage_accumulates_only_from_reported_attempts() -> None:
 
 def test_script_records_each_request_as_a_copy() -> None:
     provider = ScriptedProvider({"calls": [text_call("a")]})
-    request = LlmRequest(model="m", messages=[LlmMessage(role="user", content=[TextPart(text="hi")])])
+    request = LlmRequest(model="m", messages=[LlmMessage(role="user", content=[LlmTextPart(text="hi")])])
     provider.stream(request)
     request.messages.clear()
     assert provider.requests[0].request["messages"][0]["content"][0]["text"] == "hi"

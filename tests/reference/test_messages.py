@@ -13,10 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._model.llm import LlmMessage
-from relavium_reference._model.llm import TextPart as LlmTextPart
-from relavium_reference._model.llm import ToolCallPart as LlmToolCallPart
-from relavium_reference._model.llm import ToolResultPart as LlmToolResultPart
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
 from relavium_reference._model.messages import (
     UNKNOWN_TOOL,
     MediaPart,

@@ -137,13 +137,17 @@ def test_database_file_is_0600_and_its_directory_0700_whatever_the_umask(tmp_pat
         with SessionStore.open(path) as opened:
             opened.create_session(_record())
             opened.commit_turn("s1", _turn())
-            files = list(path.parent.iterdir())
+            files = [f for f in path.parent.rglob("*") if f.is_file()]
             modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in files}
+            leases = path.with_name("history.db-leases")  # the writer leases (KD-DB-9)
+            lease_mode = stat.S_IMODE(leases.stat().st_mode)
     finally:
         os.umask(previous)
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert lease_mode == 0o700
     assert modes["history.db"] == 0o600
     assert {"history.db-wal", "history.db-shm"} <= set(modes)
+    assert len(modes) == 4  # the database, its two side files, one lease file
     assert set(modes.values()) == {0o600}
 
 
@@ -348,7 +352,9 @@ def test_failed_commit_writes_nothing_and_the_store_stays_usable(store: SessionS
     )
     with pytest.raises(PersistError) as caught:
         store.commit_turn("s1", clash)
-    assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
+    cause = caught.value.__cause__
+    assert isinstance(cause, StoreError)
+    assert cause.code == "constraint"  # the UNIQUE id, as a fixed store error (KD-DB-4)
     assert store.load_full("s1") == before
     assert store.load_costs("s1")[0].call_count == 1
     after = store.commit_turn("s1", _turn("third"))

@@ -37,7 +37,7 @@ JSON_DATA = st.recursive(
 
 
 @pytest.mark.clauses("AS-EXP-046")
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON_DATA)
 def test_dump_then_load_gives_the_same_data_and_the_same_bytes(data: Any) -> None:
     text = dump_yaml(data)
@@ -299,7 +299,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @pytest.mark.clauses("AS-EXP-005", "AS-EXP-046")
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_generated_documents_round_trip_byte_for_byte(data: dict[str, Any]) -> None:
     document = parse_workflow_data(data)

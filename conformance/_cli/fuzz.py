@@ -1,0 +1,101 @@
+"""``relavium-conformance fuzz``: generated cases against any adapter; a failure comes back shrunk, as a
+golden transcript a port can add to its own corpus (``run --cases DIR``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from relavium_conformance._connect import ADAPTER_NAMES_HELP, adapter_alias, resolve_adapter
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.writers import write_json, write_junit, write_markdown
+
+__all__ = ["fuzz_command", "register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "fuzz",
+        help="run generated cases against an implementation and shrink a failure into a golden transcript",
+        description=(
+            "Generate random sequences of operations from the kit's model of the rules (lifecycle, turn "
+            "cap, abort and cancel, tool rounds, resume, user commands), run them against an "
+            "implementation, and shrink the first failure to a small golden transcript written under "
+            "--write DIR (add it to your corpus with run --cases DIR). Needs the 'strategies' extra. "
+            "Exit codes as run: 0 no failure found, 1 a failure, 2 usage error, 3 the implementation "
+            "could not be started, 4 no generated case could run (a capability is not declared)."
+        ),
+    )
+    parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")
+    parser.add_argument("--examples", type=int, metavar="N", help="examples to try (overrides --profile)")
+    parser.add_argument("--seed", type=int, metavar="S", help="a fixed seed: the same examples every time")
+    parser.add_argument(
+        "--profile",
+        choices=("quick", "default", "thorough"),
+        default="default",
+        help="25, 100, 500 examples",
+    )
+    parser.add_argument(
+        "--write",
+        type=Path,
+        default=Path("fuzz-cases"),
+        metavar="DIR",
+        help="where the shrunk failing case is written, as DIR/generated/<name>.yaml (default fuzz-cases)",
+    )
+    parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    parser.set_defaults(handler=fuzz_command)
+
+
+def fuzz_command(args: argparse.Namespace) -> int:
+    try:
+        return _fuzz(args)
+    except KitUsageError as exc:
+        print(f"relavium-conformance: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from relavium_conformance._corpus.generated import case_to_yaml
+    from relavium_conformance._run.fuzz import PROFILES, fuzz
+
+    examples = args.examples if args.examples is not None else PROFILES[args.profile]
+    if examples < 1:
+        raise KitUsageError("--examples must be at least 1")
+    adapter = resolve_adapter(args.adapter, timeout=args.timeout)
+    prefix = adapter_alias(args.adapter).replace(":", "-").lower()
+    prefix = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in prefix).strip("-") or "fuzz"
+    outcome = fuzz(adapter, examples=examples, seed=args.seed, timeout=args.timeout, name_prefix=prefix)
+    run = outcome.run
+    for note in outcome.notes:
+        print(f"relavium-conformance: {note}", file=sys.stderr)
+    print(f"{outcome.examples} generated cases executed against {run.implementation.name} ({adapter.name})")
+    if outcome.failure is not None:
+        [result] = [case for case in run.cases if case.id == outcome.failure.id]
+        path = args.write / f"{outcome.failure.id}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = (
+            f"# found by relavium-conformance fuzz against {run.implementation.name}"
+            f"{f' (seed {args.seed})' if args.seed is not None else ''}: {result.reason}\n"
+        )
+        path.write_text(header + case_to_yaml(outcome.failure), encoding="utf-8")
+        print(f"{result.status.value.upper()} {outcome.failure.id}: {result.reason}")
+        for difference in result.differences[:10]:
+            print(f"    at {difference.path}: {difference.message}")
+        print(f"shrunk case written to {path} (run it: relavium-conformance run --cases {args.write})")
+    elif not outcome.notes:
+        print("no failure found")
+    if args.json:
+        write_json(run, args.json)
+    if args.junit:
+        write_junit(run, args.junit)
+    if args.markdown:
+        write_markdown(run, args.markdown)
+    if outcome.notes and not run.cases:
+        return int(ExitCode.NO_CASES)
+    return int(exit_code(run))

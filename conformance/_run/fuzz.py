@@ -1,0 +1,138 @@
+"""Fuzzing any adapter: the generated scenarios (``_corpus/generated.py``) run against an implementation,
+a failure is shrunk by Hypothesis, and the smallest failing case comes back as a golden transcript.
+
+The run is an ordinary :class:`RunResult`: every example tried before the first failure is a passed case
+``generated/example-<n>``, the shrunk failure is a failed (or errored) case ``generated/<name>``; shrink
+attempts in between are not reported.  The adapter is opened once for all examples.
+
+Needs Hypothesis (the ``strategies`` extra).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.catalogue import load_catalogue
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.results import CaseResult, CaseStatus, ImplementationInfo, RunResult
+from relavium_conformance._run.kept import CaseSession
+from relavium_conformance._wire.adapters import Adapter
+
+__all__ = ["PROFILES", "FuzzOutcome", "fuzz"]
+
+#: examples per profile (``--profile``); ``--examples`` overrides
+PROFILES = {"quick": 25, "default": 100, "thorough": 500}
+
+
+class _NotStarted(Exception):
+    """The implementation could not be started: no example can say anything."""
+
+
+class _Unsupported(Exception):
+    """The implementation does not declare what generated cases need."""
+
+
+@dataclass
+class FuzzOutcome:
+    run: RunResult
+    examples: int  # examples executed, shrink attempts included
+    failure: Case | None = None  # the shrunk failing case, renamed for the corpus
+    notes: list[str] = field(default_factory=list)
+
+
+def _renamed(case: Case, prefix: str) -> Case:
+    from relavium_conformance._corpus.generated import case_to_yaml
+
+    digest = hashlib.sha256(case_to_yaml(case).encode("utf-8")).hexdigest()[:10]
+    return case.model_copy(update={"id": f"generated/{prefix}-{digest}", "source": None})
+
+
+def fuzz(
+    adapter: Adapter,
+    *,
+    examples: int = PROFILES["default"],
+    seed: int | None = None,
+    timeout: float = 15.0,
+    name_prefix: str = "fuzz",
+) -> FuzzOutcome:
+    """Run up to ``examples`` generated cases; shrink and return the first failure found."""
+    try:
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import seed as fixed_seed
+
+        from relavium_conformance._corpus.generated import generated_cases
+    except ModuleNotFoundError as exc:
+        raise KitUsageError(
+            f"fuzzing needs Hypothesis ({exc.name} is missing): "
+            "pip install 'relavium-conformance[strategies]'"
+        ) from None
+    started_at, clock = datetime.now(UTC), time.perf_counter()
+    session = CaseSession(adapter, timeout=timeout)
+    passed: list[CaseResult] = []
+    state: dict[str, Any] = {"examples": 0, "failed": False, "last": None}
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(case=generated_cases())
+    def check(case: Case) -> None:
+        state["examples"] += 1
+        result = session.run_one(case, snapshots=False)
+        if result.handshake_failed:
+            state["last"] = (case, result)
+            raise _NotStarted(result.reason)
+        if result.status is CaseStatus.UNSUPPORTED:
+            raise _Unsupported(result.reason)
+        if result.status is CaseStatus.PASSED:
+            if not state["failed"]:
+                passed.append(result.model_copy(update={"id": f"generated/example-{len(passed) + 1}"}))
+            return
+        state["failed"], state["last"] = True, (case, result)
+        raise AssertionError(result.reason)
+
+    if seed is not None:
+        check = fixed_seed(seed)(check)
+    notes: list[str] = []
+    failure: Case | None = None
+    try:
+        check()
+    except _Unsupported as exc:
+        notes.append(f"no generated case can run: {exc}")
+    except _NotStarted:
+        pass
+    except Exception as exc:  # the shrunk failure (or Hypothesis' report that it stopped reproducing)
+        if not isinstance(exc, AssertionError):
+            notes.append(f"hypothesis: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    finally:
+        hello = session.adapter.hello
+        session.close()
+    results = list(passed)
+    if state["last"] is not None:
+        case, result = state["last"]
+        failure = _renamed(case, name_prefix)
+        results.append(result.model_copy(update={"id": failure.id}))
+    implementation = ImplementationInfo(
+        name=hello.implementation.name if hello else "unknown",
+        adapter=adapter.name,
+        version=hello.implementation.version if hello else None,
+        language=hello.implementation.language if hello else None,
+        capabilities=tuple(hello.capabilities) if hello else (),
+    )
+    run = RunResult.build(
+        implementation=implementation,
+        cases=results,
+        catalogue=load_catalogue().clauses,
+        started_at=started_at,
+        duration_ms=(time.perf_counter() - clock) * 1000,
+    )
+    return FuzzOutcome(run=run, examples=state["examples"], failure=failure, notes=notes)

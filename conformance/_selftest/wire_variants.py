@@ -1,0 +1,59 @@
+"""Implementations that differ from the reference only in what they put on the wire.
+
+Each is the reference engine behind the message set with one edit applied to what it sends the kit:
+the events it delivers (``host.emit``) and the results of its operations.  They come in two kinds:
+
+* **broken**: the edit breaks a rule (an event field of the wrong type, a required field left out); the
+  cases must fail, in-process and over stdio (``selftest --serve NAME`` serves any of them);
+* **compliant alternatives**: the edit is another behaviour the specification allows (an unknown event
+  field, no ``tokensUsed.model``, sequence numbers that continue across a resume); every case must pass,
+  so the kit never demands what the specification leaves open.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._wire.protocol import Callback
+
+__all__ = ["WireVariant"]
+
+
+class WireVariant(ReferenceImplementation):
+    """The reference engine with :meth:`event` applied to every delivered event and :meth:`result` to
+    every operation's result (both unchanged here; each variant overrides one)."""
+
+    def __init__(self, callback: Callback, **options: Any) -> None:
+        self._seen_events: dict[str, int] = {}
+        self._offsets: dict[str, int] = {}
+
+        async def edited(method: str, params: dict[str, Any]) -> Any:
+            if method == "host.emit" and isinstance(params.get("event"), dict):
+                handle = str(params.get("handle"))
+                event = self.event(handle, copy.deepcopy(params["event"]))
+                self._seen_events[handle] = self._seen_events.get(handle, 0) + 1
+                params = {**params, "event": event}
+            return await callback(method, params)
+
+        super().__init__(edited, **options)
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "session.resume":
+            handle = str(params.get("handle"))
+            self._offsets[handle] = self._seen_events.get(handle, 0)
+        result = await super().handle(method, params)
+        return self.result(method, params, copy.deepcopy(result))
+
+    def event(self, handle: str, event: dict[str, Any]) -> dict[str, Any]:
+        """The event as this variant delivers it."""
+        return event
+
+    def result(self, method: str, params: dict[str, Any], result: Any) -> Any:
+        """The operation's result as this variant answers it."""
+        return result
+
+    def events_before_resume(self, handle: str) -> int:
+        """How many events the session delivered before its latest resume (0 if never resumed)."""
+        return self._offsets.get(handle, 0)

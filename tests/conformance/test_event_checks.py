@@ -1,0 +1,113 @@
+"""Every event is checked against the event schema, on both transports; unknown fields only warn."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
+from relavium_conformance._run.events import check_event_shapes
+from relavium_conformance._run.runner import run_cases
+from relavium_conformance._selftest.broken import broken_by_name
+from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
+from relavium_conformance._selftest.proofs import serve_command
+from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
+from relavium_conformance._wire.validation import ProtocolValidator
+
+CASE = "lifecycle/plain-turn-event-order"
+
+
+def _cost(**changes: Any) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "cost:updated",
+        "sessionId": "s-1",
+        "sequenceNumber": 3,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "nodeId": "helper",
+        "model": "model-a",
+        "inputTokens": 5,
+        "outputTokens": 1,
+        "costMicrocents": 0,
+        "cumulativeCostMicrocents": 0,
+    }
+    event.update(changes)
+    return {k: v for k, v in event.items() if v is not None}
+
+
+def test_a_sound_event_passes_without_warning() -> None:
+    assert check_event_shapes([_cost()]) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"costMicrocents": "free"}, "events[0].costMicrocents"),
+        ({"cumulativeCostMicrocents": -1}, "events[0].cumulativeCostMicrocents"),
+        ({"model": None}, "events[0]"),
+        ({"type": "cost:spent"}, "events[0].type"),
+    ],
+)
+def test_mistyped_missing_or_unknown_type_fails_on_the_event_clause(
+    changes: dict[str, Any], path: str
+) -> None:
+    failures, warnings = check_event_shapes([_cost(**changes)])
+    assert [f.path for f in failures] == [path]
+    assert failures[0].clauses == ("AS-EVT-001",)
+    assert failures[0].kit_defined == ("KD-EVT-2",)
+    assert warnings == []
+
+
+def test_unknown_field_is_one_warning_not_a_failure() -> None:
+    failures, warnings = check_event_shapes([_cost(portTrace="x"), _cost(portTrace="y", sequenceNumber=4)])
+    assert failures == []
+    assert len(warnings) == 1
+    assert "portTrace" in warnings[0]
+    assert "KD-EVT-6" in warnings[0]
+
+
+def _run(adapter: InProcessAdapter | StdioAdapter, ids: set[str]) -> RunResult:
+    cases = [c for c in load_cases() if c.id in ids]
+    return asyncio.run(run_cases(adapter, cases, timeout=15.0, snapshots=False)).run
+
+
+def _adapters(name: str) -> list[InProcessAdapter | StdioAdapter]:
+    factories = {a.name: a.factory() for a in COMPLIANT_ALTERNATIVES}
+    factory = factories.get(name) or broken_by_name(name).factory()
+    return [
+        InProcessAdapter(name, factory),
+        StdioAdapter(name, serve_command(name), validate=ProtocolValidator(), request_timeout=15.0),
+    ]
+
+
+@pytest.mark.parametrize("name", ["cost-event-mistyped", "turn-completed-without-usage"])
+@pytest.mark.parametrize("transport", [0, 1], ids=["in-process", "stdio"])
+def test_broken_event_fails_on_both_transports(name: str, transport: int) -> None:
+    run = _run(_adapters(name)[transport], {CASE})
+    [case] = run.cases
+    assert case.status is CaseStatus.FAILED
+    assert "AS-EVT-001" in case.booked_clauses()
+    [clause] = [c for c in run.clauses if c.id == "AS-EVT-001"]
+    assert clause.status.value == "failed"
+    assert clause.failed_by == (CASE,)
+
+
+@pytest.mark.parametrize("transport", [0, 1], ids=["in-process", "stdio"])
+def test_unknown_event_field_passes_with_a_warning(transport: int) -> None:
+    run = _run(_adapters("unknown-event-field")[transport], {CASE})
+    [case] = run.cases
+    assert case.status is CaseStatus.PASSED
+    assert case.warnings
+    assert all("KD-EVT-6" in w for w in case.warnings)
+
+
+def test_a_failure_resting_on_a_kit_choice_is_counted_apart() -> None:
+    run = _run(InProcessAdapter("broken", broken_by_name("cost-event-mistyped").factory()), {CASE})
+    [case] = run.cases
+    assert case.failure_kind is FailureKind.KIT_CHOICE  # the event union is KD-EVT-2
+    assert (run.summary.spec_failures, run.summary.kit_choice_failures) == (0, 1)
+    # the case's own clauses are not failed by a generic check
+    own = {c.id: c for c in run.clauses if c.id in ("AS-LIFE-007", "AS-LIFE-047")}
+    assert {c.status.value for c in own.values()} == {"passed"}

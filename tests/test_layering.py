@@ -1,0 +1,222 @@
+"""The house's rules, read from the code's imports with ``ast`` (no dependency, nothing imported).
+
+* Rooms import only downwards, in the order of :data:`KIT_ROOMS` and :data:`ENGINE_ROOMS` (lowest
+  first); a module may always import its own room.
+* The pure rooms of the engine (``_model``, ``_rules``) import no asyncio, sqlite3, subprocess,
+  threading or httpx.
+* The kit reaches engine internals (``relavium_reference._*``) only from ``_reference`` and
+  ``_selftest``; elsewhere at most the public modules (``relavium_reference``, ``relavium_reference.export``).
+* The engine never imports the kit.
+
+Every ``import`` counts, those inside functions too, and so does a string constant naming one of our
+modules (``importlib.import_module("relavium_...")``).  The checker is tested on a synthetic tree with one
+upward import and one forbidden import, so it is known to fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lowest first. Top-level modules are rooms of their own; a room not listed is a violation.
+KIT_ROOMS: tuple[tuple[str, ...], ...] = (
+    ("_errors", "_version"),
+    ("_data",),
+    ("_wire",),
+    ("_corpus",),
+    ("_report",),
+    ("_reference",),
+    ("_run",),
+    ("_selftest",),
+    ("_connect",),
+    ("_cli",),
+    ("__init__", "__main__", "pytest_plugin", "strategies"),
+)
+ENGINE_ROOMS: tuple[tuple[str, ...], ...] = (
+    ("_model",),
+    ("_rules",),
+    ("_host",),
+    ("__init__", "export", "example", "_schemas"),
+)
+PURE_ROOMS = {("relavium_reference", "_model"), ("relavium_reference", "_rules")}
+FORBIDDEN_IN_PURE = {"asyncio", "sqlite3", "subprocess", "threading", "httpx"}
+KIT_ROOMS_WITH_ENGINE_INTERNALS = {"_reference", "_selftest"}
+PUBLIC_ENGINE_MODULES = {"relavium_reference", "relavium_reference.export"}
+PACKAGES = {"relavium_conformance": "conformance", "relavium_reference": "reference"}
+_OUR_MODULE = re.compile(r"^relavium_(conformance|reference)(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+@dataclass(frozen=True)
+class Violation:
+    module: str
+    imported: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.module} -> {self.imported}: {self.rule}"
+
+
+def _module_name(package: str, source_dir: Path, path: Path) -> str:
+    parts = list(path.relative_to(source_dir).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join([package, *parts]) if parts != ["__init__"] else f"{package}.__init__"
+
+
+def _imports(path: Path, module: str) -> Iterator[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                keep = len(base) - node.level + (1 if is_package else 0)
+                prefix = ".".join(base[:keep])
+                target = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                target = node.module or ""
+            yield target
+            for alias in node.names:  # ``from pkg import room`` imports the room
+                yield f"{target}.{alias.name}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _OUR_MODULE.match(node.value):
+            yield node.value
+
+
+def _room(module: str) -> tuple[str, str] | None:
+    """(package, room) of one of our modules; the room of ``pkg`` itself is ``__init__``."""
+    parts = module.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    return parts[0], parts[1] if len(parts) > 1 else "__init__"
+
+
+def _rank(package: str, room: str, kit_rooms: tuple[tuple[str, ...], ...] = KIT_ROOMS) -> int | None:
+    rooms = kit_rooms if package == "relavium_conformance" else ENGINE_ROOMS
+    for rank, names in enumerate(rooms):
+        if room in names:
+            return rank
+    return None
+
+
+def check_tree(
+    sources: dict[str, Path], kit_rooms: tuple[tuple[str, ...], ...] = KIT_ROOMS
+) -> list[Violation]:
+    """Every violation of the house rules in the packages ``sources`` maps (import name -> folder)."""
+    out: list[Violation] = []
+    for package, source_dir in sources.items():
+        for path in sorted(source_dir.rglob("*.py")):
+            module = _module_name(package, source_dir, path)
+            own = _room(module)
+            assert own is not None
+            own_rank = _rank(*own, kit_rooms=kit_rooms)
+            if own_rank is None:
+                out.append(Violation(module, "", f"room {own[1]} is not in the house plan"))
+                continue
+            for imported in _imports(path, module):
+                top = imported.split(".")[0]
+                if own in PURE_ROOMS and top in FORBIDDEN_IN_PURE:
+                    out.append(Violation(module, imported, "a pure rule module does I/O or concurrency"))
+                target = _room(imported)
+                if target is None or imported in sources:
+                    if target is not None and target[0] != package and package == "relavium_reference":
+                        out.append(Violation(module, imported, "the engine imports the kit"))
+                    continue
+                if target[0] != package:
+                    if package == "relavium_reference":
+                        out.append(Violation(module, imported, "the engine imports the kit"))
+                    elif (
+                        imported not in PUBLIC_ENGINE_MODULES
+                        and not _is_public_name(imported)
+                        and own[1] not in KIT_ROOMS_WITH_ENGINE_INTERNALS
+                    ):
+                        out.append(Violation(module, imported, "the kit reaches an engine internal"))
+                    continue
+                if target[1] == own[1]:
+                    continue
+                target_rank = _rank(*target, kit_rooms=kit_rooms)
+                if target_rank is None or target_rank >= own_rank:
+                    out.append(Violation(module, imported, f"{own[1]} imports {target[1]}, not below it"))
+    return out
+
+
+def _is_public_name(imported: str) -> bool:
+    """``relavium_reference.AgentSession`` (a name from the public package) is public."""
+    parts = imported.split(".")
+    head = ".".join(parts[:-1])
+    return head in PUBLIC_ENGINE_MODULES and not parts[-1].startswith("_")
+
+
+def test_the_house_keeps_its_rules() -> None:
+    violations = check_tree({name: ROOT / folder for name, folder in PACKAGES.items()})
+    assert not violations, "\n".join(map(str, violations))
+
+
+def _write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_the_checker_fails_on_an_upward_and_a_forbidden_import(tmp_path: Path) -> None:
+    kit, engine = tmp_path / "kit", tmp_path / "engine"
+    _write(kit, "__init__.py", "")
+    _write(kit, "_wire/__init__.py", "")
+    _write(kit, "_wire/peer.py", "from relavium_conformance._run import runner\n")  # upward
+    _write(kit, "_run/__init__.py", "")
+    _write(kit, "_run/runner.py", "from relavium_conformance._wire.peer import x\n")  # downward: fine
+    _write(kit, "_report/writers.py", "import relavium_reference._host.session\n")  # engine internal
+    _write(engine, "__init__.py", "")
+    _write(engine, "_rules/__init__.py", "")
+    _write(engine, "_rules/plan.py", "def f():\n    import sqlite3\n")  # forbidden in a pure room
+    _write(engine, "_model/errors.py", "X = 1\n")
+    violations = check_tree({"relavium_conformance": kit, "relavium_reference": engine})
+    found = {(v.module, v.rule.split(",")[0]) for v in violations}
+    assert ("relavium_conformance._wire.peer", "_wire imports _run") in found
+    assert ("relavium_conformance._report.writers", "the kit reaches an engine internal") in found
+    assert ("relavium_reference._rules.plan", "a pure rule module does I/O or concurrency") in found
+    assert len({v.module for v in violations}) == 3, "\n".join(map(str, violations))
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_top_level_modules_and_sizes_stay_within_the_plan(package: str) -> None:
+    source = ROOT / PACKAGES[package]
+    rooms = [p for p in source.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    top = list(source.glob("*.py"))
+    limit = 8 if package == "relavium_conformance" else 5
+    assert len(top) <= limit, sorted(p.name for p in top)
+    assert len(rooms) == (7 if package == "relavium_conformance" else 3), sorted(p.name for p in rooms)
+    too_long = {
+        str(p.relative_to(ROOT)): n
+        for p in source.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700
+    }
+    assert not too_long
+
+
+def test_the_session_state_changes_in_one_place() -> None:
+    """Every assignment of ``_state`` in the engine is inside ``AgentSession._enter``."""
+    places = []
+    for path in sorted((ROOT / "reference").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else ([node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else [])
+                )
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and target.attr == "_state":
+                        places.append((path.name, function.name))
+    assert places == [("session.py", "_enter")]
