@@ -21,7 +21,7 @@ from relavium_conformance._cli import main
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.html import compliance_page
-from relavium_conformance._report.results import ClauseStatus, RunResult
+from relavium_conformance._report.results import ClauseStatus, FailureKind, RunResult
 from relavium_conformance._report.writers import read_json, write_json
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
@@ -160,8 +160,16 @@ def test_headless_chromium_renders_the_counts_and_the_diff(
             str(s.failed),
             str(s.total),
         )
-    failed_cells = [a for tag, a in dom.elements if tag == "td" and a.get("data-status") == "failed"]
+    failed_cells = [
+        a for tag, a in dom.elements if tag == "td" and a.get("data-status") in ("failed", "kit-choice")
+    ]
     assert len(failed_cells) == sum(c.status is ClauseStatus.FAILED for run in runs for c in run.clauses) > 0
+    kit_choice = [a for a in failed_cells if a["data-status"] == "kit-choice"]
+    assert len(kit_choice) == sum(
+        c.status is ClauseStatus.FAILED and c.failure_kind is FailureKind.KIT_CHOICE
+        for run in runs
+        for c in run.clauses
+    )
     failures = [a for tag, a in dom.elements if tag == "details" and a.get("data-case")]
     assert [a["data-case"] for a in failures] == [c.id for run in runs for c in run.failures()]
     assert any(diff.startswith("--- expected\n+++ actual\n@@") for diff in dom.diffs), dom.diffs[:1]

@@ -297,7 +297,9 @@ def test_junit_testcase_children_follow_the_case_status() -> None:
 
     failure = by_name["lifecycle/abort-idle-is-noop"].find("failure")
     assert failure is not None
-    assert str(failure.get("message")).startswith("2 expected observations not met | clauses: AS-LIFE-002")
+    assert str(failure.get("message")).startswith(
+        "[spec failure] 2 expected observations not met | clauses: AS-LIFE-002 ("
+    )
     assert 'at state: expected "idle", got "aborted" (wrong state)' in (failure.text or "")
 
     errored = by_name["turns/tool-loop"]
