@@ -48,6 +48,7 @@ _SOURCES: dict[str, tuple[Any, str]] = {
     "completed-turn.schema.json": (CompletedTurn, "One completed exchange, committed all or nothing."),
 }
 
+
 def _message_schemas() -> dict[str, dict[str, Any]]:
     from relavium_reference._model.messages import json_schemas
 

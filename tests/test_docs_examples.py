@@ -195,7 +195,7 @@ def _run_options() -> set[str]:
     raise AssertionError("the command line has no sub-commands")
 
 
-@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md"])
+@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md", "ci.md"])
 def test_run_options_in_the_docs_exist(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     # not options of the kit: an example adapter's own, and pytest's
@@ -204,7 +204,7 @@ def test_run_options_in_the_docs_exist(page: str) -> None:
     assert used <= _run_options()
 
 
-@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md"])
+@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md", "ci.md"])
 def test_relative_links_resolve(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     targets = re.findall(r"\]\(((?:\.\./|[\w-]+/)*[\w.-]+\.[a-z]+)(?:#[^)]*)?\)", text)
@@ -220,3 +220,70 @@ def test_kit_defined_ids_cited_in_the_docs_exist() -> None:
     for page in ("adapters.md", "protocol.md", "index.md"):
         cited = set(re.findall(r"\bKD-[A-Z]+-\d+\b", (DOCS / page).read_text(encoding="utf-8")))
         assert cited - defined == set(), page
+
+
+# --- numbers in the docs come from a real run ---------------------------------------------------------
+
+
+@needs_node
+def test_the_adapter_guide_shows_the_numbers_of_a_real_echo_run(echo_run: tuple[RunResult, int]) -> None:
+    """docs/adapters.md steps 6 and 8 quote the echo adapter's run: the case count, the total row, every
+    summary line and every baseline line must be this run's.  When a case is added, rerun the command
+    of step 6 and paste its table and summary (and step 8's counts)."""
+    run, _ = echo_run
+    s = run.summary
+    text = (DOCS / "adapters.md").read_text(encoding="utf-8")
+    shown = re.search(r"The example's run today \((\d+) cases", text)
+    assert shown is not None
+    assert int(shown.group(1)) == s.total
+    totals = re.findall(r"^total\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", text, re.M)
+    assert totals == [(str(s.passed), str(s.failed), str(s.errored), str(s.unsupported), str(s.total))]
+    summaries = re.findall(r"^(\d+) passed, (\d+) unsupported, (\d+) failed .*?(\d+) errored", text, re.M)
+    assert summaries
+    assert set(summaries) == {(str(s.passed), str(s.unsupported), str(s.failed), str(s.errored))}
+    known = {int(n) for n in re.findall(r"(\d+) known", text)}
+    assert known == {s.failed + s.errored}
+    assert f"The {s.passed} passing cases" in text
+
+
+@needs_node
+def test_the_readme_says_what_the_echo_run_shows(echo_run: tuple[RunResult, int]) -> None:
+    run, _ = echo_run
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "it passes the session basics, fails the features it lacks on purpose, and no case errors" in text
+    assert run.summary.passed > 0
+    assert run.summary.failed > 0
+    assert run.summary.errored == 0
+
+
+def test_the_capability_table_matches_the_corpus() -> None:
+    """docs/protocol.md lists every capability once, and says "reserved" exactly for those no case needs."""
+    text = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    section = text.split("## Capabilities", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented: dict[str, str] = {}
+    for row in rows:
+        names_cell, *_, cases_cell = (cell.strip() for cell in row.strip("|").split("|"))
+        for name in re.findall(r"`([a-z-]+)`", names_cell):
+            documented[name] = cases_cell
+    assert set(documented) == set(KNOWN_CAPABILITIES)
+    needed = {capability for case in load_cases() for capability in case.capabilities}
+    reserved = {name for name, cell in documented.items() if cell.startswith("reserved")}
+    assert reserved == set(KNOWN_CAPABILITIES) - needed
+
+
+def test_the_ci_recipe_is_a_workflow_that_runs_the_kit_and_keeps_its_reports() -> None:
+    from relavium_conformance._data import parse_yaml
+
+    text = (DOCS / "ci.md").read_text(encoding="utf-8")
+    workflow = parse_yaml(text.split("```yaml", 1)[1].split("```", 1)[0])
+    steps = workflow["jobs"]["conformance"]["steps"]
+    runs = [step["run"] for step in steps if "run" in step]
+    [kit] = [run for run in runs if run.startswith("relavium-conformance run")]
+    assert "--github-summary" in kit
+    assert "--junit" in kit
+    assert "--json" in kit
+    arguments = build_parser().parse_args(shlex.split(kit)[1:])
+    assert arguments.github_summary
+    uploads = [step for step in steps if str(step.get("uses", "")).startswith("actions/upload-artifact")]
+    assert [step.get("if") for step in uploads] == ["always()"]

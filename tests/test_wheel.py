@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,20 +25,20 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    # Build from a clean copy of the sources: setuptools leaves build/ and *.egg-info beside the sources,
-    # and a stale build/ could smuggle removed files into the wheel.
-    source = tmp_path_factory.mktemp("source") / "relavium-conformance"
+def _copy_sources(target: Path) -> Path:
     shutil.copytree(
         ROOT,
-        source,
+        target,
         ignore=shutil.ignore_patterns(
             ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
         ),
         symlinks=True,
     )
+    return target
+
+
+def _build(source: Path, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
             sys.executable,
@@ -49,13 +50,55 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(out),
-            str(source),
+            *[str(source)],
         ],
         check=True,
         capture_output=True,
     )
     [built] = out.glob("relavium_conformance-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Build from a copy of the sources, so nothing is left beside the checkout.
+    source = _copy_sources(tmp_path_factory.mktemp("source") / "relavium-conformance")
+    return _build(source, tmp_path_factory.mktemp("dist"))
+
+
+def test_wheel_carries_the_json_corpus_the_licence_and_the_example_adapter(wheel: Path) -> None:
+    from relavium_conformance._data import build_corpus_json, fixtures_dir
+
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert "relavium_conformance/examples/echo-adapter.mjs" in names
+    [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert "Apache License" in archive.read(licence).decode("utf-8")
+    corpus = json.loads(archive.read("relavium_conformance/fixtures/corpus.json"))
+    assert corpus == build_corpus_json(fixtures_dir())  # every YAML file, as the kit's loader reads it
+    [metadata_name] = [n for n in names if n.endswith(".dist-info/METADATA")]
+    metadata = archive.read(metadata_name).decode("utf-8")
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "Classifier: Framework :: Pytest" in metadata
+    assert "Project-URL: Source, https://" in metadata
+    assert "Requires-Dist: httpx" not in metadata  # declared dependencies are the used ones
+    links = re.findall(r"\]\(([^)]+)\)", metadata)
+    assert links
+    assert [link for link in links if not link.startswith("https://")] == []
+
+
+def test_a_stale_build_folder_cannot_ship_a_deleted_fixture(tmp_path: Path) -> None:
+    source = _copy_sources(tmp_path / "checkout")
+    first = _build(source, tmp_path / "one")
+    gone = "relavium_conformance/fixtures/provider-scripts/three-turns.yaml"
+    assert gone in zipfile.ZipFile(first).namelist()
+    assert (source / "build").is_dir()  # the first build left its build/ folder, as setuptools does
+    (source / "fixtures" / "provider-scripts" / "three-turns.yaml").unlink()
+    second = _build(source, tmp_path / "two")
+    archive = zipfile.ZipFile(second)
+    assert gone not in archive.namelist()
+    corpus = json.loads(archive.read("relavium_conformance/fixtures/corpus.json"))
+    assert "provider-scripts/three-turns.yaml" not in corpus["files"]
 
 
 def test_wheel_carries_packages_data_and_markers(wheel: Path) -> None:
@@ -107,6 +150,19 @@ def test_kit_runs_from_the_wheel_in_a_fresh_venv(wheel: Path, tmp_path: Path) ->
     ).stdout.split()
     assert where[0].startswith(purelib), where
     assert where[1].startswith(purelib), where
+    paths = json.loads(
+        subprocess.run(
+            [str(fresh_python), "-m", "relavium_conformance", "data-path", "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        ).stdout
+    )
+    assert all(str(value).startswith(purelib) for value in paths.values()), paths
+    assert Path(paths["examples"], "echo-adapter.mjs").is_file()
+    assert Path(paths["corpus-json"]).is_file()
     report = tmp_path / "r.json"
     result = subprocess.run(
         [str(fresh_python), "-m", "relavium_conformance", "run", "--json", str(report)],

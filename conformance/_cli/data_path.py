@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from relavium_conformance._data import corpus_json_path, fixtures_dir, schemas_dir
+from relavium_conformance._data import corpus_json_path, examples_dir, fixtures_dir, schemas_dir
 
 __all__ = ["data_path_command", "register"]
 
@@ -30,12 +30,12 @@ def register(subparsers: Any) -> None:
 
 def _paths() -> dict[str, str | None]:
     corpus = corpus_json_path()
-    examples = fixtures_dir() / "examples"
+    examples = examples_dir()
     return {
         "fixtures": str(fixtures_dir()),
         "schemas": str(schemas_dir()),
         "corpus-json": str(corpus) if corpus is not None else None,
-        "examples": str(examples) if examples.is_dir() else None,
+        "examples": str(examples) if examples is not None else None,
     }
 
 

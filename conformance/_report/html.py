@@ -19,6 +19,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from relavium_conformance._corpus.catalogue import AREAS, load_catalogue
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._report.results import CaseResult, ClauseStatus, RunResult, exit_code
 from relavium_conformance._report.wording import (
     clause_summary,
@@ -216,7 +217,7 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
 
 
 def write_compliance_page(runs: Sequence[RunResult], path: Path) -> None:
-    path.write_text(compliance_page(runs), encoding="utf-8")
+    write_text_atomically(path, compliance_page(runs))
 
 
 def write_badges(runs: Sequence[RunResult], folder: Path) -> list[Path]:

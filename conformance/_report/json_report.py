@@ -12,6 +12,7 @@ from jsonschema.exceptions import best_match
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitError
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._report.results import RunResult
 
 __all__ = ["read_json", "results_document", "results_validator", "write_json"]
@@ -39,9 +40,10 @@ def results_document(run: RunResult) -> dict[str, Any]:
 
 
 def write_json(run: RunResult, path: Path) -> None:
-    """Write ``results.json`` (validated first; nothing is written if validation fails)."""
-    text = json.dumps(results_document(run), indent=2, ensure_ascii=False) + "\n"
-    path.write_text(text, encoding="utf-8")
+    """Write ``results.json`` (validated first; nothing is written if validation fails): strict JSON
+    (no NaN or infinities, no lone surrogates), written atomically."""
+    text = json.dumps(results_document(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomically(path, text)
 
 
 def read_json(path: Path) -> RunResult:

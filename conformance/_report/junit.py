@@ -8,9 +8,11 @@ and an errored case's stderr tail into its ``<system-err>``.
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from relavium_conformance._report.atomic import write_bytes_atomically
 from relavium_conformance._report.results import CaseResult, CaseStatus, RunResult
 from relavium_conformance._report.wording import (
     clause_label,
@@ -120,4 +122,6 @@ def write_junit(run: RunResult, path: Path) -> None:
     """Write JUnit XML (UTF-8, with an XML declaration)."""
     tree = ET.ElementTree(junit_tree(run))
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    buffer = io.BytesIO()
+    tree.write(buffer, encoding="utf-8", xml_declaration=True)
+    write_bytes_atomically(path, buffer.getvalue())

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._report.results import (
     BaselineComparison,
     CaseResult,
@@ -261,7 +262,7 @@ def markdown_report(run: RunResult, *, limit: int = MARKDOWN_LIMIT, full_results
 
 
 def write_markdown(run: RunResult, path: Path, *, full_results: str | None = None) -> None:
-    path.write_text(markdown_report(run, full_results=full_results), encoding="utf-8")
+    write_text_atomically(path, markdown_report(run, full_results=full_results))
 
 
 def write_github_summary(

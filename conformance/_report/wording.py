@@ -49,6 +49,7 @@ _EXIT_WORDS: Mapping[ExitCode, str] = {
     ExitCode.USAGE: "USAGE ERROR",
     ExitCode.NOT_STARTED: "IMPLEMENTATION NOT STARTED",
     ExitCode.NO_CASES: "NO CASES SELECTED",
+    ExitCode.INTERRUPTED: "INTERRUPTED",
 }
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")

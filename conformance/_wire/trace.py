@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, Breakage, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback, OperationError
@@ -119,6 +119,15 @@ class TracingAdapter:
 
     def stderr_tail(self) -> list[str]:
         return self._inner.stderr_tail()
+
+    def mark(self) -> WirePoint:
+        return self._inner.mark()
+
+    def breakage(self) -> Breakage | None:
+        return self._inner.breakage()
+
+    def take_leftovers(self) -> list[str]:
+        return self._inner.take_leftovers()
 
     def cork(self) -> None:
         self._inner.cork()

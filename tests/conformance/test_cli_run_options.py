@@ -38,7 +38,7 @@ def test_run_adds_a_ports_own_cases(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"AS-LIFE-020": "AS-LIFE-999"}, "unknown clause ids AS-LIFE-999"),
+        ({"AS-LIFE-020": "AS-TEST-999"}, "unknown clause ids AS-TEST-999"),
         ({"id: mine/": "id: other/"}, "must match its path"),
         ({"steps:": "stepz:"}, "required field missing"),
     ],
@@ -98,3 +98,12 @@ def test_github_summary_outside_actions_is_a_usage_error(
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     assert main(["run", "--select", "lifecycle/abort-idle-noop", "--github-summary"]) == 2
     assert "GITHUB_STEP_SUMMARY is not set" in capsys.readouterr().err
+
+
+def test_data_path_names_the_folders(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data-path", "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out)
+    assert paths["fixtures"] == str(fixtures_dir())
+    assert Path(paths["examples"], "echo-adapter.mjs").is_file()
+    assert main(["data-path", "schemas"]) == 0
+    assert Path(capsys.readouterr().out.strip(), "transcript.schema.json").is_file()

@@ -1,0 +1,68 @@
+"""Every fixture reads the same in every YAML reader: the kit's (ruamel, pure, YAML 1.2) and PyYAML (YAML 1.1,
+the reader most other tools use), and nothing in it trips the stricter readers of other languages.
+
+YAML 1.1 readers take ``yes``/``no``/``on``/``off`` for booleans, and a plain scalar ending in ``?`` inside a
+flow mapping for a key; some JavaScript readers refuse a flow collection closed in column 0.  Quote what is
+ambiguous; this test guards every fixture, including the ones added later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from relavium_conformance._data import build_corpus_json, fixtures_dir, parse_yaml
+
+FIXTURES = sorted(fixtures_dir().rglob("*.yaml"))
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(fixtures_dir()).as_posix()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=_name)
+def test_ruamel_and_pyyaml_read_the_same_data(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert parse_yaml(text) == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=_name)
+def test_no_flow_collection_closes_in_column_zero(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [n + 1 for n, line in enumerate(lines) if re.match(r"[\]}]", line)] == []
+
+
+def test_every_fixture_is_json_data() -> None:
+    """No timestamps, no non-string keys, no binary: what the JSON copy of the corpus can carry exactly."""
+    corpus = build_corpus_json(fixtures_dir())
+    assert len(corpus["files"]) == len(FIXTURES)
+    assert json.loads(json.dumps(corpus, allow_nan=False)) == corpus
+
+
+def test_the_parity_check_bites() -> None:
+    assert parse_yaml("a: yes") != yaml.safe_load("a: yes")
+    assert parse_yaml("[{text: And now?}, 1]") == [{"text": "And now?"}, 1]
+    with pytest.raises(yaml.YAMLError):
+        yaml.safe_load("[{text: And now?}, 1]")
+
+
+def test_the_kit_reads_the_json_copy_when_it_matches_and_the_yaml_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relavium_conformance import _data
+
+    case = tmp_path / "transcripts" / "area" / "name.yaml"
+    case.parent.mkdir(parents=True)
+    case.write_text("id: area/name\ntitle: from the YAML\n", encoding="utf-8")
+    corpus = build_corpus_json(tmp_path)
+    corpus["files"]["transcripts/area/name.yaml"]["data"]["title"] = "from the JSON copy"
+    (tmp_path / _data.CORPUS_JSON).write_text(json.dumps(corpus), encoding="utf-8")
+    monkeypatch.setattr(_data, "fixtures_dir", lambda: tmp_path)
+    monkeypatch.setattr(_data, "_CORPUS_CACHE", {})
+    assert _data.read_yaml(case)["title"] == "from the JSON copy"  # the hash matched: no YAML parse
+    case.write_text("id: area/name\ntitle: edited since the build\n", encoding="utf-8")
+    assert _data.read_yaml(case)["title"] == "edited since the build"  # the YAML is the source
