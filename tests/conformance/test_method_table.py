@@ -10,6 +10,7 @@ from relavium_conformance._corpus.cases import transcript_schema
 from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._reference.store_impl import ReferenceStoreImplementation
 from relavium_conformance._run.execute import CaseWorld
 from relavium_conformance._wire.protocol import (
     CASE_OPERATIONS,
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_method_has_its_handler_its_schema_and_a_known_capability(row: Method) -> None:
     if row.direction == "kit":
         assert row.serve is not None
-        assert callable(getattr(ReferenceImplementation, row.serve, None))
+        server = ReferenceStoreImplementation if _store_row(row) else ReferenceImplementation
+        assert callable(getattr(server, row.serve, None))
         assert row.answer is None
     else:
         assert row.answer is not None
@@ -34,13 +36,20 @@ def test_every_method_has_its_handler_its_schema_and_a_known_capability(row: Met
         assert row.serve is None
         assert row.case_op is None
     assert (schemas_dir() / "protocol" / "methods" / f"{row.name}.schema.json").is_file()
-    assert row.capability in CAPABILITIES
+    assert row.capability in CAPABILITIES or (_store_row(row) and row.capability.startswith("store:"))
+
+
+def _store_row(row: Method) -> bool:
+    """The session-store profile's rows are served by the reference store implementation."""
+    return row.name.startswith("store.") or (row.pure and row.capability == "session-store")
 
 
 def test_no_handler_exists_outside_the_table() -> None:
     served = {name for name in dir(ReferenceImplementation) if name.startswith("on_")}
+    store_served = {name for name in dir(ReferenceStoreImplementation) if name.startswith("on_")}
     answered = {name for name in dir(CaseWorld) if name.startswith("on_")}
-    assert served == {row.serve for row in METHODS if row.serve}
+    assert served == {row.serve for row in METHODS if row.serve and not _store_row(row)}
+    assert store_served == {row.serve for row in METHODS if row.serve and _store_row(row)}
     assert answered == {row.answer for row in METHODS if row.answer}
 
 
