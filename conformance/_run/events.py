@@ -36,9 +36,9 @@ def _arms() -> dict[str, Draft202012Validator]:
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
     arms: dict[str, Draft202012Validator] = {}
-    for kind, ref in schema["discriminator"]["mapping"].items():
-        name = ref.rsplit("/", 1)[-1]
-        arms[kind] = Draft202012Validator({**defs[name], "$defs": defs})
+    for arm in schema["oneOf"]:  # one arm per event type, told apart by its "type" constant
+        definition = defs[arm["$ref"].rsplit("/", 1)[-1]]
+        arms[definition["properties"]["type"]["const"]] = Draft202012Validator({**definition, "$defs": defs})
     return arms
 
 
