@@ -1,20 +1,69 @@
-"""The kit's version, looked up in one place (the installed distribution's metadata)."""
+"""The kit's versions, looked up in one place: the kit, the corpus it carries, the protocol it speaks.
+
+* the **kit version** is the installed distribution's version (``0+checkout`` when the sources run
+  without being installed);
+* the **corpus version** names the exact set of cases and clauses: the number of case files and a
+  digest of every file under ``fixtures/`` (two kits with the same corpus version judge alike);
+* the **protocol version** is the stdio protocol's ``MAJOR.MINOR`` sent in ``hello``.
+
+Every other module asks here (``--version``, the ``hello`` the kit sends, the reference engine's own
+``hello`` answer, the results document's ``kit`` block).
+"""
 
 from __future__ import annotations
 
-from functools import cache
-from importlib.metadata import PackageNotFoundError, version
+import functools
+import hashlib
+from typing import Final
 
-__all__ = ["DISTRIBUTION", "kit_version"]
+__all__ = [
+    "CHECKOUT_VERSION",
+    "DISTRIBUTION",
+    "PROTOCOL_VERSION",
+    "corpus_version",
+    "kit_version",
+    "version_line",
+]
 
-DISTRIBUTION = "relavium-conformance"
-CHECKOUT_VERSION = "0+checkout"
+#: The distribution (and the kit's name in ``hello`` and in results).
+DISTRIBUTION: Final = "relavium-conformance"
+
+#: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
+PROTOCOL_VERSION: Final = "1.0"
+
+CHECKOUT_VERSION: Final = "0+checkout"
 """What a source tree that was never installed reports."""
 
 
-@cache
+@functools.cache
 def kit_version() -> str:
+    """The installed kit's version (``0+checkout`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:
         return CHECKOUT_VERSION
+
+
+@functools.cache
+def corpus_version() -> str:
+    """``<n> cases, sha256:<12 hex>``: the count of case files and a digest of every fixture file
+    (paths and contents, in path order), so any edit of a case, script or clause changes it."""
+    from relavium_conformance._data import fixtures_dir
+
+    root = fixtures_dir()
+    digest = hashlib.sha256()
+    cases = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("transcripts/", "vectors/")) and path.suffix in (".yaml", ".yml"):
+            cases += 1
+        digest.update(relative.encode("utf-8") + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return f"{cases} case files, sha256:{digest.hexdigest()[:12]}"
+
+
+def version_line() -> str:
+    """What ``relavium-conformance --version`` prints: one line with the three versions."""
+    return f"{DISTRIBUTION} {kit_version()} (corpus {corpus_version()}; protocol {PROTOCOL_VERSION})"

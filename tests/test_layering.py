@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. Top-level modules are rooms of their own; a room not listed is a violation.
 KIT_ROOMS: tuple[tuple[str, ...], ...] = (
-    ("_errors", "_version"),
+    ("_errors",),
     ("_data",),
+    ("_version",),  # above _data: the corpus version digests the fixtures
     ("_wire",),
     ("_corpus",),
     ("_report",),

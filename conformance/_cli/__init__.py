@@ -7,9 +7,14 @@ when the command line is parsed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction, error_line
+from relavium_conformance._report.results import ExitCode
 
 __all__ = ["main"]
 
@@ -27,12 +32,15 @@ _SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="relavium-conformance",
+def build_parser() -> KitArgumentParser:
+    parser = KitArgumentParser(
+        prog=PROG,
         description="Conformance kit and reference engine for the Relavium Agent Session Specification.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument("--version", action=VersionAction)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=KitArgumentParser
+    )
     for module_name in _SUBCOMMANDS:
         # Every sub-command ships with the kit: a missing one is a packaging bug, so it fails loudly.
         importlib.import_module(module_name).register(subparsers)
@@ -41,10 +49,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # reported by the sub-command's own parser, with its usage and a suggestion
+        sub = _subparser(parser, args.command)
+        (sub or parser).unrecognized(extras)
     handler = args.handler
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: stop at once, one line
+        error_line(args.command, "interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # the reader of our output went away (| head): nothing more to say
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        return int(ExitCode.OK)
     return code
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> KitArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            sub = action.choices[command]
+            return sub if isinstance(sub, KitArgumentParser) else None
+    return None
 
 
 if __name__ == "__main__":

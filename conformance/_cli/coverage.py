@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, TextIO
 
+from relavium_conformance._cli._common import error_line
 from relavium_conformance._corpus.coverage import CoverageReport, report_for_spec
 from relavium_conformance._errors import KitUsageError
 
@@ -53,11 +54,14 @@ def handle(args: argparse.Namespace) -> int:
 def run(spec: Path, *, as_json: bool, strict: bool, out: TextIO, err: TextIO) -> int:
     try:
         report = report_for_spec(spec)
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"spec-coverage: cannot read {spec}: {exc.__class__.__name__}", file=err)
+    except OSError as exc:
+        error_line("spec-coverage", f"cannot read {spec}: {exc.strerror or 'unreadable'}", err)
+        return EXIT_UNREADABLE
+    except UnicodeDecodeError:
+        error_line("spec-coverage", f"cannot read {spec}: it is not UTF-8 text", err)
         return EXIT_UNREADABLE
     except KitUsageError as exc:
-        print(f"spec-coverage: {exc}", file=err)
+        error_line("spec-coverage", str(exc), err)
         return EXIT_UNREADABLE
     if as_json:
         json.dump(report.to_json(), out, indent=2, ensure_ascii=False)

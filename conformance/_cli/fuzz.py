@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._cli._common import check_output_path, error_line, positive_seconds
 from relavium_conformance._connect import ADAPTER_NAMES_HELP, adapter_alias, resolve_adapter
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import ExitCode, exit_code
@@ -45,7 +46,13 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="where the shrunk failing case is written, as DIR/generated/<name>.yaml (default fuzz-cases)",
     )
-    parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds per operation, above 0 (default 15)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
@@ -53,10 +60,18 @@ def register(subparsers: Any) -> None:
 
 
 def fuzz_command(args: argparse.Namespace) -> int:
+    problems = [
+        problem
+        for path, option in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
+        if path is not None and (problem := check_output_path(path, option)) is not None
+    ]
+    if problems:
+        error_line("fuzz", "; ".join(problems))
+        return int(ExitCode.USAGE)
     try:
         return _fuzz(args)
     except KitUsageError as exc:
-        print(f"relavium-conformance: {exc}", file=sys.stderr)
+        error_line("fuzz", str(exc))
         return int(ExitCode.USAGE)
 
 
@@ -73,7 +88,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     outcome = fuzz(adapter, examples=examples, seed=args.seed, timeout=args.timeout, name_prefix=prefix)
     run = outcome.run
     for note in outcome.notes:
-        print(f"relavium-conformance: {note}", file=sys.stderr)
+        print(f"relavium-conformance fuzz: warning: {note}", file=sys.stderr)
     print(f"{outcome.examples} generated cases executed against {run.implementation.name} ({adapter.name})")
     if outcome.failure is not None:
         [result] = [case for case in run.cases if case.id == outcome.failure.id]

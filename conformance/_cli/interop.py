@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._cli._common import check_output_path, error_line, positive_seconds
 from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import ExitCode, exit_code
@@ -40,7 +41,13 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help=f"give it twice, A then B; {ADAPTER_NAMES_HELP}",
     )
-    parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds per operation, above 0 (default 15)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
@@ -49,10 +56,18 @@ def register(subparsers: Any) -> None:
 
 
 def interop_command(args: argparse.Namespace) -> int:
+    problems = [
+        problem
+        for path, option in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
+        if path is not None and (problem := check_output_path(path, option)) is not None
+    ]
+    if problems:
+        error_line("interop", "; ".join(problems))
+        return int(ExitCode.USAGE)
     try:
         return _interop(args)
     except KitUsageError as exc:
-        print(f"relavium-conformance: {exc}", file=sys.stderr)
+        error_line("interop", str(exc))
         return int(ExitCode.USAGE)
 
 

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._cli._common import (
+    PROG,
+    check_output_path,
+    check_readable_file,
+    error_line,
+    positive_count,
+    positive_seconds,
+    suggest,
+)
 from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
-from relavium_conformance._corpus.cases import select_cases
+from relavium_conformance._corpus.cases import AnyCase, select_cases
 from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
@@ -22,7 +32,7 @@ from relavium_conformance._report.writers import (
     write_junit,
     write_markdown,
 )
-from relavium_conformance._run.runner import run_cases
+from relavium_conformance._run.runner import RunInterrupted, run_cases
 from relavium_conformance._selftest.proofs import run_selftest
 from relavium_conformance._wire.validation import ProtocolValidator
 
@@ -36,7 +46,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Run the golden transcripts against an implementation and report per case and per clause. "
             "Exit codes: 0 passed (or only known failures), 1 new failure or stale baseline entry, "
-            "2 usage error, 3 the implementation could not be started, 4 no case selected."
+            "2 usage error, 3 the implementation could not be started, 4 no case selected, "
+            "130 interrupted (Ctrl-C; the finished cases are still reported)."
         ),
     )
     parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")
@@ -62,7 +73,9 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="also run the golden transcripts under DIR (a port's own cases, validated as the kit's)",
     )
-    parser.add_argument("--maxfail", type=int, metavar="N", help="stop after N failed or errored cases")
+    parser.add_argument(
+        "--maxfail", type=positive_count, metavar="N", help="stop after N failed or errored cases (N above 0)"
+    )
     parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
     parser.add_argument(
         "--github-summary",
@@ -74,7 +87,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
     parser.add_argument("--baseline", type=Path, metavar="FILE", help="known failures (YAML or JSON)")
     parser.add_argument("--write-baseline", type=Path, metavar="FILE", help="write the current failures here")
-    parser.add_argument("--timeout", type=float, default=15.0, help="seconds per operation (default 15)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds per operation, above 0 (default 15)",
+    )
     parser.add_argument(
         "--validate-protocol", action="store_true", help="check every stdio message against schemas/protocol"
     )
@@ -104,20 +123,58 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except KitUsageError as exc:
-        print(f"relavium-conformance: {exc}", file=sys.stderr)
+        error_line("run", str(exc))
         return int(ExitCode.USAGE)
 
 
+def _usage_problems(args: argparse.Namespace) -> list[str]:
+    """Every misuse that can be found before the run starts (so none is found after it)."""
+    problems = [
+        problem
+        for path, option in (
+            (args.json, "--json"),
+            (args.junit, "--junit"),
+            (args.markdown, "--markdown"),
+            (args.write_baseline, "--write-baseline"),
+        )
+        if path is not None and (problem := check_output_path(path, option)) is not None
+    ]
+    if args.baseline is not None and (problem := check_readable_file(args.baseline, "--baseline")):
+        problems.append(problem)
+    if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
+        problems.append("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
+    return problems
+
+
+def _select(args: argparse.Namespace, all_cases: tuple[AnyCase, ...]) -> tuple[AnyCase, ...]:
+    """The selected cases; each pattern that matched nothing is named on stderr."""
+    cases = select_cases(all_cases, args.select)
+    unmatched = [pattern for pattern in args.select if not select_cases(all_cases, [pattern])]
+    if unmatched:
+        ids = [case.id for case in all_cases] + sorted({case.area for case in all_cases})
+        for pattern in unmatched:
+            print(
+                f"{PROG} run: warning: --select {pattern!r} matches no case{suggest(pattern, ids)}",
+                file=sys.stderr,
+            )
+    return cases
+
+
 def _run(args: argparse.Namespace) -> int:
+    problems = _usage_problems(args)
+    if problems:
+        error_line("run", "; ".join(problems))
+        return int(ExitCode.USAGE)
     all_cases = gather_cases(args.cases)
-    cases = exclude_cases(select_cases(all_cases, args.select), args.exclude)
+    cases = exclude_cases(_select(args, all_cases), args.exclude)
     if args.list:
         for case in cases:
             print(f"{case.id}  [{', '.join(case.clauses)}]")
-        return 0
     if not cases:
-        print("relavium-conformance: no case matches the selection", file=sys.stderr)
+        error_line("run", "no case matches the selection")
         return int(ExitCode.NO_CASES)
+    if args.list:
+        return 0
     unknown = sorted(set(args.require_capability) - set(CAPABILITIES))
     if unknown:
         raise KitUsageError(
@@ -128,21 +185,26 @@ def _run(args: argparse.Namespace) -> int:
     validator = ProtocolValidator() if args.validate_protocol else None
     adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
     reporter = TerminalReporter(sys.stdout)
-    outcome = asyncio.run(
-        run_cases(
-            adapter,
-            cases,
-            timeout=args.timeout,
-            on_case_start=reporter.on_case_start,
-            on_case_end=reporter.on_case_end,
-            maxfail=1 if args.exitfirst else args.maxfail,
+    try:
+        outcome = asyncio.run(
+            run_cases(
+                adapter,
+                cases,
+                timeout=args.timeout,
+                on_case_start=reporter.on_case_start,
+                on_case_end=reporter.on_case_end,
+                maxfail=1 if args.exitfirst else args.maxfail,
+            )
         )
-    )
+    except RunInterrupted as stop:
+        outcome = stop.outcome
+    for note in outcome.notes:
+        print(f"{PROG} run: warning: {note}", file=sys.stderr)
     run = outcome.run
-    if args.with_proofs:
+    if args.with_proofs and not run.interrupted:
         proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
         run = run.with_proofs(proofs)
-    if baseline is not None:
+    if baseline is not None and not run.interrupted:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
@@ -163,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
         write_markdown(run, args.markdown)
     if args.github_summary:
         write_github_summary(run)
-    if args.write_baseline:
+    if args.write_baseline and not run.interrupted:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
     if gate is not None and gate.missing:

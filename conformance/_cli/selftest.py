@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._cli._common import EXIT_USAGE, check_output_path, error_line, suggest
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._selftest.proofs import run_selftest
 
 __all__ = ["register"]
@@ -47,16 +48,20 @@ def serve_variant(name: str) -> int:
     factories = {b.name: b.factory() for b in BROKEN_IMPLEMENTATIONS}
     factories.update({a.name: a.factory() for a in COMPLIANT_ALTERNATIVES})
     if name not in factories:
-        print(
-            f"relavium-conformance: no broken implementation or alternative named {name!r}", file=sys.stderr
+        known = sorted(factories)
+        error_line(
+            "selftest", f"no broken implementation or alternative named {name!r}{suggest(name, known)}"
         )
-        return 2
+        return EXIT_USAGE
     return asyncio.run(serve_stdio(factories[name]))
 
 
 def _main(args: argparse.Namespace) -> int:
     if args.serve:
         return serve_variant(args.serve)
+    if args.json is not None and (problem := check_output_path(args.json, "--json")):
+        error_line("selftest", problem)
+        return EXIT_USAGE
     report = asyncio.run(
         run_selftest(
             on_progress=lambda line: print(line, flush=True),
@@ -95,5 +100,5 @@ def _main(args: argparse.Namespace) -> int:
                 for a in report.alternatives
             ],
         }
-        args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_text_atomically(args.json, json.dumps(document, indent=2) + "\n")
     return 0 if report.ok else 1

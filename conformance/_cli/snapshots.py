@@ -55,7 +55,13 @@ def _main(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "regen-snapshots", help="rewrite the reference snapshots of the golden transcripts"
+        "regen-snapshots",
+        help="rewrite the reference snapshots of the golden transcripts",
+        description=(
+            "Run the selected golden transcripts against the in-process reference engine and write each "
+            "passing case's normalised observation beside it (<name>.snapshot.json). The only writer of "
+            "snapshots. Exit 0 when every selected case passed, 1 when some case got no snapshot."
+        ),
     )
     parser.add_argument("--select", action="append", default=[], metavar="PATTERN", help="as for run")
     parser.set_defaults(handler=_main)

@@ -102,6 +102,8 @@ class OpStep(KitStrict):
     state: dict[str, Any] | None = None  # resume: hand this exact resume state to the implementation
     path: str | None = None  # export: the file name, in the case's working directory
     agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
+    max_messages: int | None = None  # trimHistory: the bound, in message units
+    save_as: str | None = None  # keep the result under this name for a later {$saved: name}
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
     kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # what this step's
@@ -113,6 +115,10 @@ class OpStep(KitStrict):
             raise ValueError("a send step needs text")
         if self.op == "runUserCommand" and self.command is None:
             raise ValueError("a runUserCommand step needs command")
+        if self.op == "trimHistory" and self.max_messages is None:
+            raise ValueError("a trimHistory step needs max_messages")
+        if self.op == "contextEstimate" and self.text is None:
+            raise ValueError("a contextEstimate step needs text")
         if self.expect is not None and self.expect_error is not None:
             raise ValueError("expect and expect_error exclude each other")
         return self

@@ -22,6 +22,7 @@ from relavium_conformance._errors import KitShapeError
 from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
+    ContextEstimateParams,
     CreateParams,
     Empty,
     ExportParams,
@@ -39,6 +40,7 @@ from relavium_conformance._wire.messages import (
     SetTurnPolicyParams,
     StoredRowColumnsParams,
     ToolSpec,
+    TrimHistoryParams,
     WorkflowIdParams,
 )
 from relavium_conformance._wire.model import kit_parse
@@ -67,6 +69,7 @@ from relavium_reference import (
 )
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
+from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     SessionMessage,
@@ -93,7 +96,15 @@ __all__ = [
 ]
 
 REFERENCE_NAME = "relavium-reference"
-REFERENCE_CAPABILITIES: tuple[str, ...] = ("core", "user-commands", "resume", "export", "persistence")
+REFERENCE_CAPABILITIES: tuple[str, ...] = (
+    "core",
+    "user-commands",
+    "resume",
+    "export",
+    "persistence",
+    "memory-policy",
+    "trim",
+)
 
 _CHUNK = TypeAdapter(StreamChunk)
 
@@ -189,6 +200,11 @@ class _KitPersister:
     async def record_cost(self, session_id: str, entry: CostEntry) -> None:
         await self._callback(
             "host.recordCost", {"handle": self._handle, "sessionId": session_id, "cost": entry.to_wire()}
+        )
+
+    async def append_marker(self, session_id: str, marker: BoundaryMarker) -> None:
+        await self._callback(
+            "host.appendMarker", {"handle": self._handle, "sessionId": session_id, "marker": marker.to_wire()}
         )
 
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
@@ -316,6 +332,27 @@ class ReferenceImplementation:
     async def on_session_run_user_command(self, params: RunUserCommandParams) -> Any:
         session = self._session(params.handle)
         return (await session.run_user_command(params.command, list(params.args))).to_wire()
+
+    async def on_session_memory_policy(self, params: HandleParams) -> Any:
+        session = self._session(params.handle)
+        policy = session.memory_policy
+        _poke(policy)  # a Python host changing what it was handed must not reach the session (AS-PROJ-008)
+        refusals = (session.compaction_refusal, session.trim_refusal)
+        return {
+            "memoryPolicy": session.memory_policy.model_dump(mode="json"),
+            "automaticCompactionAllowed": session.automatic_compaction_allowed,
+            "compactionRefusal": None if refusals[0] is None else refusals[0].to_wire(),
+            "trimRefusal": None if refusals[1] is None else refusals[1].to_wire(),
+        }
+
+    async def on_session_context_estimate(self, params: ContextEstimateParams) -> Any:
+        return {"inputTokens": self._session(params.handle).context_estimate(params.text)}
+
+    async def on_session_trim_history(self, params: TrimHistoryParams) -> Any:
+        return (await self._session(params.handle).trim_history(params.max_messages)).to_wire()
+
+    async def on_session_compact(self, params: HandleParams) -> Any:
+        return (await self._session(params.handle).compact()).to_wire()
 
     # -- pure functions: no session, an answer from the params alone ------------------------------
 
@@ -455,6 +492,19 @@ class ReferenceImplementation:
             advertise=None if allowed is None else (lambda name: name in allowed),
             confirm=confirm if spec.confirm else None,
         )
+
+
+def _poke(policy: object) -> None:
+    """Try, as a careless host would, to widen the policy value the getter returned.
+
+    A frozen copy refuses or ignores it; a getter that hands out the session's own, mutable policy lets
+    it change what the next request carries, which the memory cases then see.
+    """
+    target = "none" if getattr(policy, "type", None) == "summary" else "summary"
+    try:
+        policy.type = target  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return
 
 
 def _python_version() -> str:

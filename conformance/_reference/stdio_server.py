@@ -107,9 +107,19 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "stdio-server",
         help="serve the reference engine over the kit's JSON-RPC stdio protocol (for reference-stdio)",
+        description=(
+            "Serve the reference engine on stdin/stdout: one JSON-RPC 2.0 message per line, hello first, "
+            "stderr for diagnostics only. This is the program behind --adapter reference-stdio, and a "
+            "worked example for adapter authors."
+        ),
     )
     parser.add_argument("--misbehave", choices=MISBEHAVIOURS, help="break the protocol on purpose (selftest)")
-    parser.add_argument("--once-marker", type=Path, help="misbehave only while this file does not exist")
+    parser.add_argument(
+        "--once-marker",
+        type=Path,
+        metavar="FILE",
+        help="misbehave only while FILE does not exist (it is created first), so a restarted server behaves",
+    )
     parser.add_argument(
         "--capabilities",
         metavar="A,B",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import json
+import stat
 from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
@@ -34,6 +35,7 @@ from ruamel.yaml.error import YAMLError
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._report.results import (
     CASE_ID_PATTERN,
     BaselineComparison,
@@ -104,9 +106,13 @@ def parse_baseline(data: Any, *, source: str = "baseline") -> Baseline:
 def load_baseline(path: Path) -> Baseline:
     """Read a baseline from a YAML or JSON file (YAML 1.2 reads JSON too)."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or a device would block or never end
+            raise KitUsageError(f"{path}: the baseline is not a regular file")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise KitUsageError(f"{path}: cannot read the baseline file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise KitUsageError(f"{path}: the baseline file is not UTF-8 (byte {exc.start})") from None
     try:
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
@@ -247,5 +253,5 @@ def write_baseline(run: RunResult, path: Path, *, previous: Baseline | None = No
         buffer = io.StringIO()
         yaml.dump(document, buffer)
         text = _HEADER.format(name=run.implementation.name, version=run.kit.version) + buffer.getvalue()
-    path.write_text(text, encoding="utf-8")
+    write_text_atomically(path, text)
     return baseline

@@ -22,7 +22,8 @@ from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_val
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._version import kit_version
+from relavium_conformance._report.sanitize import clean_text, strict_json
+from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
@@ -64,12 +65,12 @@ KIT_DEFINED_PATTERN = r"^KD-[A-Z]+-\d+$"
 
 _REASON_LIMIT = 300
 _WHITESPACE = re.compile(r"\s+")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def one_line(text: str, limit: int = _REASON_LIMIT) -> str:
-    """Collapse ``text`` to one line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    flat = _LONE_SURROGATE.sub("\ufffd", _WHITESPACE.sub(" ", text)).strip()
+    """Collapse ``text`` to one line of at most ``limit`` characters (an ellipsis marks a cut), with
+    credentials redacted and control characters escaped (see :mod:`.sanitize`)."""
+    flat = clean_text(_WHITESPACE.sub(" ", text)).strip()
     if len(flat) > limit:
         return flat[: limit - 1].rstrip() + "\u2026"
     return flat
@@ -119,6 +120,11 @@ class Difference(KitStrict):
     @property
     def kind(self) -> FailureKind:
         return FailureKind.KIT_CHOICE if self.kit_defined else FailureKind.SPEC
+
+    @field_validator("expected", "actual", mode="before")
+    @classmethod
+    def _strict(cls, value: Any) -> Any:
+        return strict_json(value)
 
     @field_validator("message")
     @classmethod
@@ -170,8 +176,9 @@ class CaseResult(KitStrict):
     @field_validator("stderr_tail")
     @classmethod
     def _stderr_encodable(cls, value: str | None) -> str | None:
-        # stderr decoded with surrogateescape may hold lone surrogates, which UTF-8 cannot write
-        return None if value is None else _LONE_SURROGATE.sub("\ufffd", value)
+        # stderr decoded with surrogateescape may hold lone surrogates, which UTF-8 cannot write; it may
+        # also hold a credential or a terminal escape sequence
+        return None if value is None else clean_text(value, multi_line=True)
 
     @field_validator("reason")
     @classmethod
@@ -366,7 +373,7 @@ class KitInfo(KitStrict):
     @classmethod
     def current(cls) -> KitInfo:
         """The installed kit's name and version."""
-        return cls(version=kit_version())
+        return cls(name=DISTRIBUTION, version=kit_version())
 
 
 class ImplementationInfo(KitStrict):
@@ -377,6 +384,16 @@ class ImplementationInfo(KitStrict):
     language: str | None = None
     capabilities: tuple[str, ...] = ()
     adapter: str  # the transport, e.g. "in-process" or "stdio"
+
+    @field_validator("name", "version", "language", "adapter")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        return None if value is None else clean_text(value)
+
+    @field_validator("capabilities")
+    @classmethod
+    def _clean_all(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(clean_text(item) for item in value)
 
 
 class Summary(KitStrict):
@@ -459,6 +476,7 @@ class RunResult(KitStrict):
     duration_ms: Annotated[float, Field(ge=0)]
     baseline: BaselineComparison | None = None
     capabilities: CapabilityGate | None = None
+    interrupted: bool = False  # stopped early (Ctrl-C): only the cases that finished are listed
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResult:
@@ -488,6 +506,7 @@ class RunResult(KitStrict):
         started_at: datetime,
         duration_ms: float,
         kit: KitInfo | None = None,
+        interrupted: bool = False,
     ) -> RunResult:
         """Assemble a run: count the cases and aggregate the clauses from the catalogue."""
         return cls(
@@ -498,6 +517,7 @@ class RunResult(KitStrict):
             clauses=tuple(aggregate_clauses(cases, catalogue)),
             started_at=started_at,
             duration_ms=duration_ms,
+            interrupted=interrupted,
         )
 
     def with_baseline(self, comparison: BaselineComparison) -> RunResult:
@@ -537,6 +557,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # a bad option or a malformed case, catalogue or baseline file
     NOT_STARTED = 3  # the implementation could not be started for any case (every attempt failed its start)
     NO_CASES = 4  # the selection is empty
+    INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT): the finished cases are reported, marked interrupted
 
 
 def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:
@@ -546,6 +567,8 @@ def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> E
     capability, then failures.  A usage error
     is raised (:class:`KitUsageError`) before there is a run, so it never comes from here.
     """
+    if run.interrupted:
+        return ExitCode.INTERRUPTED
     if not run.cases:
         return ExitCode.NO_CASES
     attempted = [case for case in run.cases if case.status is not CaseStatus.UNSUPPORTED]

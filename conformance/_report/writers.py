@@ -7,6 +7,7 @@ runner feeds case by case through :class:`TerminalReporter`.  The JSON document 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from jsonschema.exceptions import best_match
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitError
+from relavium_conformance._report.atomic import write_bytes_atomically, write_text_atomically
 from relavium_conformance._report.results import (
     BaselineComparison,
     CaseResult,
@@ -61,6 +63,7 @@ _EXIT_WORDS: Mapping[ExitCode, str] = {
     ExitCode.USAGE: "USAGE ERROR",
     ExitCode.NOT_STARTED: "IMPLEMENTATION NOT STARTED",
     ExitCode.NO_CASES: "NO CASES SELECTED",
+    ExitCode.INTERRUPTED: "INTERRUPTED",
 }
 
 
@@ -166,9 +169,10 @@ def results_document(run: RunResult) -> dict[str, Any]:
 
 
 def write_json(run: RunResult, path: Path) -> None:
-    """Write ``results.json`` (validated first; nothing is written if validation fails)."""
-    text = json.dumps(results_document(run), indent=2, ensure_ascii=False) + "\n"
-    path.write_text(text, encoding="utf-8")
+    """Write ``results.json`` (validated first; nothing is written if validation fails): strict JSON
+    (no NaN or infinities, no lone surrogates), written atomically."""
+    text = json.dumps(results_document(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomically(path, text)
 
 
 def read_json(path: Path) -> RunResult:
@@ -257,7 +261,9 @@ def write_junit(run: RunResult, path: Path) -> None:
     """Write JUnit XML (UTF-8, with an XML declaration)."""
     tree = ET.ElementTree(junit_tree(run))
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    buffer = io.BytesIO()
+    tree.write(buffer, encoding="utf-8", xml_declaration=True)
+    write_bytes_atomically(path, buffer.getvalue())
 
 
 # --- Markdown ----------------------------------------------------------------------------------------
@@ -386,7 +392,7 @@ def _markdown_clauses(run: RunResult) -> list[str]:
 
 
 def write_markdown(run: RunResult, path: Path) -> None:
-    path.write_text(markdown_report(run), encoding="utf-8")
+    write_text_atomically(path, markdown_report(run))
 
 
 def write_github_summary(run: RunResult, *, environ: Mapping[str, str] | None = None) -> Path:

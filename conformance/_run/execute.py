@@ -16,7 +16,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,14 @@ from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._run.events import check_event_shapes
+from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import check_envelope, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
     HelloResult,
+    HostAppendMarkerParams,
     HostCommitTurnParams,
     HostConfirmParams,
     HostCreateSessionParams,
@@ -91,6 +93,8 @@ class Observation:
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    #: Where the implementation broke, when the wire ties it to a request (see ``Adapter.breakage``).
+    broken_at: WirePoint | None = None
 
     def snapshot(self, workdir: str | None) -> dict[str, Any]:
         raw = {
@@ -122,8 +126,17 @@ def _substitute(value: Any, workdir: str) -> Any:
 class CaseWorld:
     """The provider, tools and host of one case."""
 
-    def __init__(self, case: Case, adapter: Adapter, handle: str, workdir: str, timeout: float) -> None:
+    def __init__(
+        self,
+        case: Case,
+        adapter: Adapter,
+        handle: str,
+        workdir: str,
+        timeout: float,
+        limits: CaseLimits | None = None,
+    ) -> None:
         self.case = case
+        self.meter = CaseMeter(limits)
         self.adapter = adapter
         self.handle = handle
         self.workdir = workdir
@@ -140,11 +153,15 @@ class CaseWorld:
         self._inflight: set[asyncio.Future[None]] = set()
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
+        self.saved: dict[str, Any] = {}  # results kept by ``save_as``
 
     # -- the implementation calls the kit -------------------------------------------------------
 
     async def callback(self, method: str, params: dict[str, Any]) -> Any:
         """Answer one callback; while it runs it counts as active (unless it is holding on purpose)."""
+        stop = self.meter.count(method, params)
+        if stop is not None:
+            raise RpcError(-32000, f"kit: {stop}")
         key = next(_KEYS)
         self._active[key] = False
         reset = _CALLBACK_KEY.set(key)
@@ -202,6 +219,17 @@ class CaseWorld:
         session_id = params.session_id
         for row in turn_rows(turn):
             self._append_row({**row, "sessionId": session_id})
+        return {}
+
+    async def on_host_append_marker(self, params: HostAppendMarkerParams) -> dict[str, Any]:
+        """Play the host's marker write: a ``system`` row whose boundary names an earlier row."""
+        problem = marker_problem(params.marker, len(self.observed.rows))
+        if problem is not None:
+            self.observed.violations.append(
+                f"host.appendMarker carried an unusable boundary marker: {problem}"
+            )
+            raise RpcError(-32602, "the boundary marker is not usable")
+        self._append_row({**params.marker, "sessionId": params.session_id})
         return {}
 
     def _append_row(self, row: dict[str, Any]) -> None:
@@ -385,6 +413,10 @@ class CaseWorld:
             self.observed.instance_starts.append(len(self.observed.events))
         elif op.op == "export":
             params["workflowPath"] = str(Path(self.workdir) / (op.path or "export.relavium.yaml"))
+        elif op.op == "trimHistory":
+            params["maxMessages"] = op.max_messages
+        elif op.op == "contextEstimate":
+            params["text"] = op.text
         record: dict[str, Any] = {"op": op.op}
         self.observed.results.append(record)
         where = f"steps[{index}]({op.op})"
@@ -408,6 +440,8 @@ class CaseWorld:
                 found.extend(match(op.expect_error, record["error"], where + ".error"))
             return found
         record["result"] = result
+        if op.save_as is not None:
+            self.saved[op.save_as] = result
         if op.op == "export":
             self._read_export(params["workflowPath"], where)  # a missing file is the world's finding
         if op.expect_error is not None:
@@ -420,8 +454,49 @@ class CaseWorld:
                 )
             )
         elif op.expect is not None:
-            found.extend(match(op.expect, result, where + ".result"))
+            expected = resolve_saved(op.expect, self.saved)
+            found.extend(match(expected, result, where + ".result"))
         return found
+
+
+def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
+    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
+
+    A marker is a ``system`` row with a list of text parts (none, for a trim) and
+    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
+    """
+    if marker.get("role") != "system":
+        return "its role is not system"
+    content = marker.get("content")
+    if not isinstance(content, list) or any(
+        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "its content is not a list of text parts"
+    compaction = marker.get("compaction")
+    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
+    if isinstance(through, bool) or not isinstance(through, int):
+        return "it has no compaction.droppedThroughSequence"
+    if not 0 <= through < row_count:
+        return "compaction.droppedThroughSequence names no earlier row"
+    return None
+
+
+def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:
+    """Replace each ``{$saved: name}`` in an expectation by the result kept under ``name``."""
+    if isinstance(expected, dict):
+        if len(expected) == 1 and "$saved" in expected:
+            name = str(expected["$saved"])
+            head, _, rest = name.partition(".")
+            missing = f"<nothing saved as {name}>"  # matches no result: the case fails visibly
+            value = saved.get(head, missing)
+            for key in rest.split(".") if rest else ():
+                value = value.get(key, missing) if isinstance(value, dict) else missing
+            return value
+        return {key: resolve_saved(value, saved) for key, value in expected.items()}
+    if isinstance(expected, list | tuple):
+        return [resolve_saved(value, saved) for value in expected]
+    return expected
 
 
 def _resting_on(differences: list[Difference], kit_defined: tuple[str, ...]) -> list[Difference]:
@@ -535,48 +610,37 @@ async def execute_case(
             world.create_params["sessionId"] = str(
                 (case.setup.history.record or {}).get("id", HISTORY_SESSION_ID)
             )
-        created = await adapter.call("session.create", world.create_params, timeout=timeout)
-        world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
-        world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
-        if case.setup.policy is not None:
-            await adapter.call(
-                "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
-            )
-        for step in case.steps:
-            await world.perform(step)
+        await _bounded(world, _drive(case, adapter, world, handle, timeout))
     except AdapterError as exc:
-        status, reason = CaseStatus.ERRORED, one_line(exc.reason)
+        status, reason = CaseStatus.ERRORED, exc.reason
+        breakage = adapter.breakage()
+        world.observed.broken_at = breakage.at if breakage is not None else None
         tail = adapter.stderr_tail()
         stderr_tail = "\n".join(tail[-20:]) if tail else None
         with contextlib.suppress(Exception):
             await adapter.recover()
+        leftovers = adapter.take_leftovers()  # the reason keeps room for them
+        reason = "; ".join([one_line(reason, 300 - 120 * bool(leftovers)), *leftovers])
     except OperationError as exc:
         status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
     finally:
-        await world.settle()
-        register(handle, None)
-        observed_snapshot = world.observed.snapshot(workdir)
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            await world.settle()
+            register(handle, None)
+            observed_snapshot, unjudgeable = _snapshot(world.observed, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     observed = world.observed
     differences: list[Difference] = []
+    if status is CaseStatus.PASSED and unjudgeable is not None:
+        status, reason = CaseStatus.ERRORED, unjudgeable
     if status is CaseStatus.PASSED:
-        differences = list(observed.differences)
-        differences += [Difference(path="world", message=v) for v in observed.violations]
-        differences += _expectations(case, observed)
-        differences = _resting_on(differences, case_kit_choices(case))
-        shapes, warnings = check_event_shapes(observed.events)
-        differences += shapes
-        starts = [*observed.instance_starts, len(observed.events)]
-        for number, (begin, end) in enumerate(itertools.pairwise(starts)):
-            # the first instance numbers from 0 (KD-EVT-2); a resumed one may restart or continue
-            # the session's numbering, gap-free from its own first event (KD-EVT-4)
-            differences += check_envelope(
-                observed.events[begin:end], observed.session_id, first=0 if number == 0 else None
-            )
-        if compare_snapshot:
-            differences += _snapshot_differences(case, observed_snapshot)
-        if differences:
-            status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
+        try:
+            differences, warnings = _judge(case, observed, observed_snapshot, compare_snapshot)
+        except RecursionError:
+            status, reason = CaseStatus.ERRORED, _TOO_DEEP
+    if status is CaseStatus.PASSED and differences:
+        status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
     result = CaseResult.of(
         case,
         status,
@@ -591,6 +655,69 @@ async def execute_case(
         observed,
         json.dumps(observed_snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
     )
+
+
+_TOO_DEEP = "a value the implementation returned is nested too deep for the kit to judge"
+
+
+async def _drive(case: Case, adapter: Adapter, world: CaseWorld, handle: str, timeout: float) -> None:
+    """The case's setup and steps, in order."""
+    created = await adapter.call("session.create", world.create_params, timeout=timeout)
+    world.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
+    world.seed_history(world.observed.session_id or HISTORY_SESSION_ID)
+    if case.setup.policy is not None:
+        await adapter.call(
+            "session.setTurnPolicy", {"handle": handle, "policy": case.setup.policy}, timeout=timeout
+        )
+    for step in case.steps:
+        await world.perform(step)
+
+
+async def _bounded(world: CaseWorld, steps: Coroutine[Any, Any, None]) -> None:
+    """Run ``steps`` unless the implementation makes the case observe more than its limits allow: then
+    stop them and raise :class:`CaseLimitExceeded` (the case errors, the implementation is restarted)."""
+    task = asyncio.ensure_future(steps)
+    exceeded = asyncio.ensure_future(world.meter.exceeded.wait())
+    try:
+        await asyncio.wait({task, exceeded}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        exceeded.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if world.meter.reason is not None:
+        raise CaseLimitExceeded(world.meter.reason)
+    task.result()
+
+
+def _snapshot(observed: Observation, workdir: str) -> tuple[dict[str, Any], str | None]:
+    try:
+        return observed.snapshot(workdir), None
+    except RecursionError:
+        return {}, _TOO_DEEP
+
+
+def _judge(
+    case: Case, observed: Observation, snapshot: dict[str, Any], compare: bool
+) -> tuple[list[Difference], list[str]]:
+    """Every expected observation of ``case`` that ``observed`` does not meet, and the warnings."""
+    differences = list(observed.differences)
+    differences += [Difference(path="world", message=v) for v in observed.violations]
+    differences += _expectations(case, observed)
+    differences = _resting_on(differences, case_kit_choices(case))
+    shapes, warnings = check_event_shapes(observed.events)
+    differences += shapes
+    starts = [*observed.instance_starts, len(observed.events)]
+    for number, (begin, end) in enumerate(itertools.pairwise(starts)):
+        # the first instance numbers from 0 (KD-EVT-2); a resumed one may restart or continue
+        # the session's numbering, gap-free from its own first event (KD-EVT-4)
+        differences += check_envelope(
+            observed.events[begin:end], observed.session_id, first=0 if number == 0 else None
+        )
+    if compare:
+        differences += _snapshot_differences(case, snapshot)
+    return differences, list(warnings)
 
 
 def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:

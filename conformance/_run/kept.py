@@ -16,7 +16,7 @@ from typing import Any
 from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._report.results import CaseResult
 from relavium_conformance._run.runner import RunOutcome, run_cases
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, Breakage, WirePoint
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback
 
@@ -50,6 +50,15 @@ class KeptOpen:
 
     def stderr_tail(self) -> list[str]:
         return self.inner.stderr_tail()
+
+    def mark(self) -> WirePoint:
+        return self.inner.mark()
+
+    def breakage(self) -> Breakage | None:
+        return self.inner.breakage()
+
+    def take_leftovers(self) -> list[str]:
+        return self.inner.take_leftovers()
 
     def cork(self) -> None:
         self.inner.cork()

@@ -9,6 +9,7 @@ A vector case (``_vectors.py``) calls the pure functions directly: no session, n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 from relavium_conformance._corpus.cases import AnyCase, VectorCase
 from relavium_conformance._corpus.catalogue import load_catalogue
-from relavium_conformance._errors import AdapterError
+from relavium_conformance._errors import AdapterError, KitError
 from relavium_conformance._reference.impl import REFERENCE_NAME
 from relavium_conformance._report.results import (
     CaseResult,
@@ -28,11 +29,11 @@ from relavium_conformance._report.results import (
 )
 from relavium_conformance._run.execute import CaseWorld, Observation, execute_case
 from relavium_conformance._run.vectors import execute_vector_case
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
-__all__ = ["RunOutcome", "run_cases", "run_cases_sync"]
+__all__ = ["RunInterrupted", "RunOutcome", "run_cases", "run_cases_sync"]
 
 
 @dataclass
@@ -41,6 +42,9 @@ class RunOutcome:
     hello: HelloResult | None
     observations: dict[str, Observation] = field(default_factory=dict)
     snapshots: dict[str, str] = field(default_factory=dict)
+    handshake_error: str | None = None
+    #: Notes on processes the implementation left behind at the end of the run (the kit ended them).
+    notes: list[str] = field(default_factory=list)
 
 
 class _Router:
@@ -62,6 +66,22 @@ class _Router:
         return await world.callback(method, params)
 
 
+class RunInterrupted(KitError):
+    """The run was interrupted (Ctrl-C): ``outcome`` holds the cases that finished, marked interrupted."""
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__("the run was interrupted")
+        self.outcome = outcome
+
+
+@dataclass
+class _Previous:
+    """The last case that ended with the implementation still usable, and where the wire stood then."""
+
+    position: int
+    mark: WirePoint
+
+
 async def run_cases(
     adapter: Adapter,
     cases: Sequence[AnyCase],
@@ -75,52 +95,48 @@ async def run_cases(
 ) -> RunOutcome:
     """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
     Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
-    ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's)."""
+    ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's).
+    Cancelled (Ctrl-C), it stops the implementation and raises :class:`RunInterrupted` with the
+    results of the cases that finished."""
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
     router = _Router()
-    hello: HelloResult | None = None
-    handshake_error: str | None = None
-    try:
-        hello = await adapter.open(router)
-    except AdapterError as exc:
-        handshake_error = one_line(exc.reason)
+    outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
     results: list[CaseResult] = []
-    outcome = RunOutcome(run=None, hello=hello)  # type: ignore[arg-type]
+    interrupted = False
     try:
+        try:
+            outcome.hello = await adapter.open(router)
+        except AdapterError as exc:
+            outcome.handshake_error = one_line(exc.reason)
+        previous: _Previous | None = None
         for index, case in enumerate(cases):
             if on_case_start:
                 on_case_start(case.id)
-            if hello is None:
-                result = CaseResult.of(
-                    case,
-                    CaseStatus.ERRORED,
-                    reason=f"the implementation could not be started: {handshake_error}",
-                    handshake_failed=True,
-                )
-            elif isinstance(case, VectorCase):
-                result = await execute_vector_case(case, adapter, hello, timeout=timeout)
-            else:
-                compare = snapshots if snapshots is not None else hello.implementation.name == REFERENCE_NAME
-                result, observed, snapshot = await execute_case(
-                    case,
-                    adapter,
-                    hello,
-                    handle=f"case-{first_handle + index}",
-                    register=router.register,
-                    timeout=timeout,
-                    compare_snapshot=compare,
-                )
-                outcome.observations[case.id] = observed
-                outcome.snapshots[case.id] = snapshot
+            play = _Play(adapter, outcome, router, timeout, snapshots, first_handle + index)
+            result = await play.run(case)
+            if previous is not None and _belongs_before(play.broken_at, previous.mark):
+                # the implementation broke on the previous case's account (a second answer to one of
+                # its requests, or an exit after its last answer): that case errors, this one runs again
+                results[previous.position] = _blamed(results[previous.position], result.reason or "")
+                result = await play.run(case)
+            elif result.status is not CaseStatus.ERRORED and not isinstance(case, VectorCase):
+                result = await _late_breakage(adapter, result)
+            previous = (
+                _Previous(len(results), adapter.mark()) if result.status is not CaseStatus.ERRORED else None
+            )
             results.append(result)
             if on_case_end:
                 on_case_end(result)
             bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
             if maxfail is not None and bad >= maxfail:
                 break
+    except asyncio.CancelledError:
+        interrupted = True
     finally:
         await adapter.close()
+    outcome.notes = adapter.take_leftovers()
+    hello = outcome.hello
     implementation = ImplementationInfo(
         name=hello.implementation.name if hello else "unknown",
         adapter=adapter.name,
@@ -134,8 +150,99 @@ async def run_cases(
         catalogue=load_catalogue().clauses,
         started_at=started_at,
         duration_ms=(time.perf_counter() - clock) * 1000,
+        interrupted=interrupted,
     )
+    if interrupted:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the cancellation is answered: by this exception
+        raise RunInterrupted(outcome)
     return outcome
+
+
+class _Play:
+    """Runs one case; never raises for what the implementation does (that is the case's result)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        outcome: RunOutcome,
+        router: _Router,
+        timeout: float,
+        snapshots: bool | None,
+        number: int,
+    ) -> None:
+        self.adapter, self.outcome, self.router = adapter, outcome, router
+        self.timeout, self.snapshots, self.number = timeout, snapshots, number
+        self.broken_at: WirePoint | None = None
+
+    async def run(self, case: AnyCase) -> CaseResult:
+        hello, self.broken_at = self.outcome.hello, None
+        if hello is None:
+            return CaseResult.of(
+                case,
+                CaseStatus.ERRORED,
+                reason=f"the implementation could not be started: {self.outcome.handshake_error}",
+                handshake_failed=True,
+            )
+        try:
+            if isinstance(case, VectorCase):
+                return await execute_vector_case(case, self.adapter, hello, timeout=self.timeout)
+            compare = (
+                self.snapshots if self.snapshots is not None else hello.implementation.name == REFERENCE_NAME
+            )
+            result, observed, snapshot = await execute_case(
+                case,
+                self.adapter,
+                hello,
+                handle=f"case-{self.number}",
+                register=self.router.register,
+                timeout=self.timeout,
+                compare_snapshot=compare,
+            )
+        except Exception as exc:  # a defect of the kit met on this case: the case errors, the run goes on
+            return CaseResult.of(
+                case,
+                CaseStatus.ERRORED,
+                reason=f"the kit failed on this case ({type(exc).__name__}: {exc}); please report it",
+            )
+        self.broken_at = observed.broken_at
+        self.outcome.observations[case.id] = observed
+        self.outcome.snapshots[case.id] = snapshot
+        return result
+
+
+def _belongs_before(broken_at: WirePoint | None, mark: WirePoint) -> bool:
+    """Whether a breakage tied to request ``broken_at`` belongs to the case that ended at ``mark``."""
+    return broken_at is not None and broken_at[0] == mark[0] and broken_at[1] <= mark[1]
+
+
+def _blamed(result: CaseResult, reason: str) -> CaseResult:
+    """``result`` turned errored: the implementation broke the protocol on its account after its steps."""
+    document = result.model_dump()
+    document.update(
+        status=CaseStatus.ERRORED,
+        reason=f"the implementation broke the protocol after this case's last step: {reason}",
+        differences=(),
+        stderr_tail=None,
+    )
+    return CaseResult.model_validate(document)
+
+
+async def _late_breakage(adapter: Adapter, result: CaseResult) -> CaseResult:
+    """A case that ended well, checked once more after what the implementation already sent is read:
+    a second answer or an exit that arrived with its last answer is this case's, not the next one's."""
+    for _ in range(_LATE_READS):
+        await asyncio.sleep(0)
+    breakage = adapter.breakage()
+    if breakage is None:
+        return result
+    with contextlib.suppress(Exception):
+        await adapter.recover()
+    return _blamed(result, breakage.reason)
+
+
+_LATE_READS = 3  # event-loop turns that let already-received lines be read before a case is closed
 
 
 def run_cases_sync(adapter: Adapter, cases: Sequence[AnyCase], **options: Any) -> RunOutcome:

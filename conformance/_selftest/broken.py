@@ -22,6 +22,7 @@ from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
+from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_reference import (
     AgentSession,
@@ -453,6 +454,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         _SwallowsObserverFailure,
     ),
     *HISTORY_BREAKS,
+    *MEMORY_BREAKS,
     *STORE_BREAKS,
     *EVENT_BREAKS,
 )

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
 
 from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageError
-from relavium_conformance._version import kit_version
+from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.model import kit_parse
@@ -27,20 +28,29 @@ from relavium_conformance._wire.protocol import Callback, OperationError, error_
 
 __all__ = [
     "Adapter",
+    "Breakage",
     "InProcessAdapter",
     "InProcessImplementation",
     "OperationError",
     "StdioAdapter",
+    "WirePoint",
     "kit_hello_params",
     "parse_hello",
 ]
 
 
+#: How long stopping waits for the in-process implementation's cancelled calls to end, in seconds.
+_CANCEL_WAIT = 2.0
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a task's outcome as seen: an abandoned call may fail after nobody waits for it."""
+    if not task.cancelled():
+        task.exception()
+
+
 def kit_hello_params() -> dict[str, Any]:
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "kit": {"name": "relavium-conformance", "version": kit_version()},
-    }
+    return {"protocolVersion": PROTOCOL_VERSION, "kit": {"name": DISTRIBUTION, "version": kit_version()}}
 
 
 class Adapter(Protocol):
@@ -59,6 +69,19 @@ class Adapter(Protocol):
 
     def stderr_tail(self) -> list[str]: ...
 
+    def mark(self) -> WirePoint:
+        """Where the conversation stands: (restarts so far, id of the last request sent)."""
+        ...
+
+    def breakage(self) -> Breakage | None:
+        """If the implementation is broken now: why, and the request the breakage belongs with (when the
+        wire says so, e.g. a second answer to an old request).  ``None`` while it is usable."""
+        ...
+
+    def take_leftovers(self) -> list[str]:
+        """Notes on processes the implementation left behind and the kit ended, since the last call."""
+        ...
+
     def cork(self) -> None:
         """Hold outgoing calls until :meth:`uncork` sends them together."""
         ...
@@ -66,6 +89,16 @@ class Adapter(Protocol):
     async def uncork(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+WirePoint: TypeAlias = tuple[int, int]
+"""(restarts of the implementation, id of one request on that run of it)."""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    reason: str
+    at: WirePoint | None
 
 
 class InProcessImplementation(Protocol):
@@ -85,8 +118,15 @@ class InProcessAdapter:
         self._implementation: InProcessImplementation | None = None
         self._callback: Callback | None = None
         self._callbacks: set[asyncio.Future[Any]] = set()
+        self._calls: set[asyncio.Future[Any]] = set()
 
     async def open(self, callback: Callback) -> HelloResult:
+        try:
+            return self._open(callback)
+        except Exception as exc:  # the implementation could not even be built: a result, not a crash
+            raise AdapterError(f"the implementation failed to start: {type(exc).__name__}: {exc}") from None
+
+    def _open(self, callback: Callback) -> HelloResult:
         self._callback = callback
 
         async def isolated(method: str, params: dict[str, Any]) -> Any:
@@ -95,6 +135,7 @@ class InProcessAdapter:
             task = asyncio.ensure_future(callback(method, params))
             self._callbacks.add(task)
             task.add_done_callback(self._callbacks.discard)
+            task.add_done_callback(_retrieve)
             return await asyncio.shield(task)
 
         self._implementation = self._factory(isolated)
@@ -103,9 +144,14 @@ class InProcessAdapter:
         return hello if isinstance(hello, HelloResult) else parse_hello(hello)
 
     async def call(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Call the implementation; an exception it raises (other than a refusal) is an
+        :class:`AdapterError` naming it, as a crash over stdio would be: the case errors, the run goes on."""
         if self._implementation is None:
             raise KitUsageError("the adapter is not open")
         task = asyncio.ensure_future(self._implementation.handle(method, params))
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+        task.add_done_callback(_retrieve)
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(task)
@@ -116,14 +162,35 @@ class InProcessAdapter:
             raise AdapterError(f"no answer to {method!r} within {timeout:g} s") from None
         except (AdapterError, KitUsageError, OperationError):
             raise
-        except Exception as exc:  # a port's own bug: the case errors, the run goes on
-            raise AdapterError(f"{method!r} raised {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # the implementation's own bug: a result about it, not a kit crash
+            detail = str(exc).strip().splitlines()
+            raise AdapterError(
+                f"the implementation raised {type(exc).__name__} in {method!r}"
+                + (f": {detail[0][:200]}" if detail else "")
+            ) from None
 
     async def recover(self) -> None:
+        await self._cancel_calls()
         if self._callback is not None:
             await self.open(self._callback)
 
+    async def _cancel_calls(self) -> None:
+        """End what the implementation is still doing for a case the kit gave up on."""
+        pending = [task for task in (*self._calls, *self._callbacks) if not task.done()]
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=_CANCEL_WAIT) if pending else None
+
     def stderr_tail(self) -> list[str]:
+        return []
+
+    def mark(self) -> WirePoint:
+        return (0, 0)
+
+    def breakage(self) -> Breakage | None:
+        return None
+
+    def take_leftovers(self) -> list[str]:
         return []
 
     def cork(self) -> None:
@@ -134,10 +201,7 @@ class InProcessAdapter:
 
     async def close(self) -> None:
         self._implementation = None
-        pending = [task for task in self._callbacks if not task.done()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await self._cancel_calls()
 
 
 class StdioAdapter:
@@ -180,6 +244,26 @@ class StdioAdapter:
 
     def stderr_tail(self) -> list[str]:
         return self._connection.stderr_tail(20)
+
+    def mark(self) -> WirePoint:
+        try:
+            return (self._connection.restarts, self._connection.peer.last_request_id)
+        except KitUsageError:  # never started
+            return (self._connection.restarts, 0)
+
+    def breakage(self) -> Breakage | None:
+        try:
+            peer = self._connection.peer
+        except KitUsageError:
+            return None
+        failure = peer.failure
+        if not isinstance(failure, AdapterError):
+            return None
+        at = peer.broken_at
+        return Breakage(failure.reason, None if at is None else (self._connection.restarts, at))
+
+    def take_leftovers(self) -> list[str]:
+        return self._connection.take_leftovers()
 
     def cork(self) -> None:
         self._connection.peer.cork()

@@ -6,8 +6,9 @@ requests before it answers.  :class:`JsonRpcPeer` is therefore symmetric: it sen
 notifications, correlates answers by id, and serves incoming requests through one owner-supplied handler,
 each in its own task, answering each as soon as it finishes.
 
-It knows nothing of sessions; the message set sits on three seams: the ``handler`` (incoming calls),
-the ``validate`` hook (every message, either way, with its method), and plain-dict params and results.
+The module knows nothing about sessions.  The kit's message set is built on top of it through three
+seams: the ``handler`` (incoming calls), the ``validate`` hook (every message, both directions, with the
+method it belongs to), and the plain-dict parameters and results.
 
 Failures of the other side are :class:`~relavium_conformance._errors.AdapterError` leaves with a one-line
 ``reason``; after any of them the peer is *broken*: every pending request fails with that error and every
@@ -24,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +32,24 @@ from enum import Enum
 from typing import IO, Any, Final, Literal, Protocol, TypeAlias
 
 from relavium_conformance._errors import AdapterError, KitError
+from relavium_conformance._version import PROTOCOL_VERSION
+from relavium_conformance._wire.envelope import (
+    QUOTE_LIMIT,
+    EnvelopeKind,
+    JsonObject,
+    MalformedMessage,
+    OversizeMessage,
+    PeerClosed,
+    PeerCrashed,
+    PeerTimeout,
+    ProtocolMismatch,
+    RpcError,
+    decode_line,
+    encode_message,
+    envelope_kind,
+    first_line,
+    quote,
+)
 
 __all__ = [
     "DEFAULT_LINE_LIMIT",
@@ -61,14 +79,15 @@ __all__ = [
     "quote",
 ]
 
-#: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
-PROTOCOL_VERSION: Final = "1.0"
 
 #: Longest accepted message line, in bytes (asyncio's own default, 64 KiB, is far too small).
 DEFAULT_LINE_LIMIT: Final = 16 * 1024 * 1024
 
-#: How many characters of an offending line a reason quotes.
-QUOTE_LIMIT: Final = 200
+#: How many incoming calls may be served at once before the peer stops reading (back-pressure).
+DEFAULT_MAX_IN_FLIGHT: Final = 256
+
+#: How long closing waits for queued output to be read before dropping it, in seconds.
+_CLOSE_FLUSH: Final = 1.0
 
 # Error codes reserved by JSON-RPC 2.0.
 PARSE_ERROR: Final = -32700
@@ -78,8 +97,6 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
 Direction: TypeAlias = Literal["incoming", "outgoing"]
-EnvelopeKind: TypeAlias = Literal["request", "notification", "result", "error"]
-JsonObject: TypeAlias = dict[str, Any]
 #: Outgoing parameters: by name (a mapping), by position (a sequence), or none.
 Params: TypeAlias = Mapping[str, Any] | Sequence[Any] | None
 #: Serves one incoming request or notification: ``await handler(method, params)`` returns the result.
@@ -96,147 +113,6 @@ class Validator(Protocol):
     """
 
     def __call__(self, direction: Direction, message: JsonObject, method: str | None) -> None: ...
-
-
-# --------------------------------------------------------------------------------------------------
-# Errors
-
-
-class PeerCrashed(AdapterError):
-    """The other side's output ended (end of file, process exit, broken pipe)."""
-
-
-class PeerTimeout(AdapterError):
-    """A request was not answered within its timeout."""
-
-
-class MalformedMessage(AdapterError):
-    """A line that is not JSON, not an object, not JSON-RPC 2.0, not expected, or fails validation."""
-
-
-class ProtocolMismatch(AdapterError):
-    """The implementation speaks another major version of the protocol, or refused the handshake."""
-
-
-class OversizeMessage(AdapterError):
-    """A message line is longer than the line limit."""
-
-
-class PeerClosed(KitError):
-    """The kit closed this peer (or its connection) itself; it cannot be used any more."""
-
-
-class RpcError(KitError):
-    """A JSON-RPC error object: raised by a handler to answer with an error, and raised by
-    :meth:`JsonRpcPeer.request` when the other side answered with one (an answer, not a breakage).
-
-    ``data=None`` means the ``data`` member is absent.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_object(self) -> JsonObject:
-        error: JsonObject = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-    def __repr__(self) -> str:
-        return f"RpcError(code={self.code}, message={self.message!r}, data={self.data!r})"
-
-
-# --------------------------------------------------------------------------------------------------
-# Pure helpers
-
-
-def quote(text: str) -> str:
-    """At most :data:`QUOTE_LIMIT` characters of ``text``, on one line, marked when cut."""
-    cut = text[:QUOTE_LIMIT]
-    return repr(cut) + ("..." if len(text) > QUOTE_LIMIT else "")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else type(exc).__name__
-    return text[:QUOTE_LIMIT]
-
-
-def encode_message(message: Mapping[str, Any]) -> bytes:
-    """One message as one line: compact separators, UTF-8 (not ASCII-escaped), a final ``\\n``.
-
-    Raises ``TypeError``/``ValueError`` for values JSON cannot carry (including NaN and infinities).
-    """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8") + b"\n"
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _is_id(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
-_REQUEST_MEMBERS: Final = frozenset({"jsonrpc", "method", "params", "id"})
-_RESULT_MEMBERS: Final = frozenset({"jsonrpc", "id", "result"})
-_ERROR_MEMBERS: Final = frozenset({"jsonrpc", "id", "error"})
-_ERROR_OBJECT_MEMBERS: Final = frozenset({"code", "message", "data"})
-
-
-def _refuse_extra(message: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    extra = sorted(set(message) - allowed)
-    if extra:
-        raise ValueError(f"unexpected members {extra}")
-
-
-def envelope_kind(message: object) -> EnvelopeKind:
-    """Classify a decoded message as a JSON-RPC 2.0 envelope, or raise ``ValueError`` saying why not.
-
-    Stricter than the letter of JSON-RPC in one way only: members it does not define are refused (the
-    same rule as ``schemas/protocol/jsonrpc.schema.json``).
-    """
-    if not isinstance(message, dict):
-        raise ValueError(f"not a JSON object but {type(message).__name__}")
-    if message.get("jsonrpc") != "2.0":
-        raise ValueError('"jsonrpc" is not "2.0"')
-    if "method" in message:
-        _refuse_extra(message, _REQUEST_MEMBERS)
-        if not isinstance(message["method"], str):
-            raise ValueError('"method" is not a string')
-        if "params" in message and not isinstance(message["params"], dict | list):
-            raise ValueError('"params" is neither an object nor an array')
-        if "id" not in message:
-            return "notification"
-        if not _is_id(message["id"]):
-            raise ValueError('a request "id" must be an integer or a string')
-        return "request"
-    if "result" in message and "error" in message:
-        raise ValueError('a response has both "result" and "error"')
-    if "result" in message:
-        _refuse_extra(message, _RESULT_MEMBERS)
-        if "id" not in message or not _is_id(message["id"]):
-            raise ValueError('a result needs an integer or string "id"')
-        return "result"
-    if "error" in message:
-        _refuse_extra(message, _ERROR_MEMBERS)
-        if "id" not in message or not (message["id"] is None or _is_id(message["id"])):
-            raise ValueError('an error response needs an "id" (integer, string or null)')
-        error = message["error"]
-        if not isinstance(error, dict):
-            raise ValueError('"error" is not an object')
-        _refuse_extra(error, _ERROR_OBJECT_MEMBERS)
-        code = error.get("code")
-        if not isinstance(code, int) or isinstance(code, bool):
-            raise ValueError('"error.code" is not an integer')
-        if not isinstance(error.get("message"), str):
-            raise ValueError('"error.message" is not a string')
-        return "error"
-    raise ValueError('neither a request ("method"), nor a response ("result" or "error")')
 
 
 async def open_stdio_streams(
@@ -276,6 +152,12 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """Mark a background task's outcome as seen (a closing transport may fail: nobody needs to know)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _fresh(error: KitError) -> KitError:
     """A copy of ``error`` without traceback, so one failure can be raised many times."""
     return copy.copy(error).with_traceback(None)
@@ -308,6 +190,8 @@ class JsonRpcPeer:
         line_limit: int = DEFAULT_LINE_LIMIT,
         default_timeout: float | None = None,
         describe_eof: EofDescriber | None = None,
+        write_timeout: float | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.handler = handler
         self.validate = validate
@@ -318,6 +202,15 @@ class JsonRpcPeer:
         self._line_limit = line_limit
         self._default_timeout = default_timeout
         self._describe_eof = describe_eof
+        self._write_timeout = write_timeout if write_timeout is not None else default_timeout
+        self._max_in_flight = max_in_flight
+        self._room = asyncio.Event()  # set when fewer than max_in_flight incoming calls are served
+        self._room.set()
+        self._ending = False  # the other side's output ended; the crash is being described
+        self._broken_at: int | None = None
+        #: Lines and bytes received so far (what a caller may bound per unit of work).
+        self.received_lines = 0
+        self.received_bytes = 0
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
         self._abandoned: dict[int, str] = {}  # cancelled requests whose late answers are ignored
@@ -343,6 +236,17 @@ class JsonRpcPeer:
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
         return self._closed
+
+    @property
+    def broken_at(self) -> int | None:
+        """Which of our requests the breakage belongs with, when the wire says so: the id a stray second
+        answer repeats, or the last request sent before the output ended.  ``None`` otherwise."""
+        return self._broken_at
+
+    @property
+    def last_request_id(self) -> int:
+        """The id of the last request sent (0 before the first)."""
+        return self._next_id - 1
 
     @property
     def pending_methods(self) -> list[str]:
@@ -381,8 +285,10 @@ class JsonRpcPeer:
         self._raise_if_unusable()
 
     async def _crash(self, what: str) -> None:
-        if self._failure is not None:
+        if self._failure is not None or self._ending:
             return
+        self._ending = True  # from now on a request's timeout waits for this crash instead
+        self._broken_at = self._next_id - 1  # the output ended after our requests up to this one
         methods = [repr(method) for method in self.pending_methods]
         reason = what
         if methods:
@@ -391,7 +297,7 @@ class JsonRpcPeer:
             try:
                 detail = await self._describe_eof()
             except Exception as exc:  # the describer is a convenience: its failure must not hide ours
-                detail = f"(could not describe the end: {_first_line(exc)})"
+                detail = f"(could not describe the end: {first_line(exc)})"
             if detail:
                 reason += f"; {detail}"
         self._fail(PeerCrashed(reason))
@@ -405,36 +311,48 @@ class JsonRpcPeer:
             self.validate(direction, message, method)
         except Exception as exc:
             self._fail_and_raise(
-                MalformedMessage(f"{direction} message fails validation ({_first_line(exc)}): {quote(line)}")
+                MalformedMessage(f"{direction} message fails validation ({first_line(exc)}): {quote(line)}")
             )
 
     def cork(self) -> None:
-        """Hold outgoing messages until :meth:`uncork` sends them together (KD-KIT-1)."""
+        """Hold outgoing messages until :meth:`uncork`, which writes them all in one write: the other
+        side then reads them together (how the kit issues two operations "at the same moment")."""
         if self._corked is None:
             self._corked = []
 
     async def uncork(self) -> None:
         lines, self._corked = self._corked, None
         if len(lines or ()) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
-            await self._write(b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n")
+            batch = b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n"
+            await self._write(batch, "a batch of requests")
         elif lines:
-            await self._write(lines[0])
+            await self._write(lines[0], "a request")
 
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
         self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
         if self._corked is not None:
             self._corked.append(line)
-        else:
-            await self._write(line)
+            return
+        await self._write(line, repr(method) if method else "a message")
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes, what: str) -> None:
+        """Write and drain, within the write timeout: a side that stops reading breaks the peer."""
         async with self._write_lock:
             self._raise_if_unusable()
             try:
-                self._writer.write(data)
-                await self._writer.drain()
-            except OSError as exc:  # BrokenPipeError, ConnectionResetError: the other side is gone
+                async with asyncio.timeout(self._write_timeout):
+                    self._writer.write(data)
+                    await self._writer.drain()
+            except TimeoutError:
+                self._fail(
+                    PeerTimeout(
+                        f"the implementation stopped reading its input: writing {what} did not finish "
+                        f"within {self._write_timeout:g} s"
+                    )
+                )
+                self._raise_if_unusable()
+            except (OSError, RuntimeError) as exc:  # broken pipe, reset, or a transport already closed
                 await self._crash(f"writing failed ({type(exc).__name__})")
                 self._raise_if_unusable()
 
@@ -467,13 +385,15 @@ class JsonRpcPeer:
         limit = self._default_timeout if timeout is _DEFAULT else timeout
         scope = asyncio.timeout(limit)
         try:
-            await self._send(message, line, method)
-            async with scope:
+            async with scope:  # the write is inside the timeout too
+                await self._send(message, line, method)
                 return await future
         except TimeoutError:
             if not scope.expired():
                 raise
             self._pending.pop(request_id, None)
+            if self._ending:  # the output ended first: that, not the wait, is what went wrong
+                await self._failed.wait()
             self._fail(PeerTimeout(f"no answer to {method!r} (request {request_id}) within {limit:g} s"))
             self._raise_if_unusable()
             raise  # unreachable: the peer is broken now
@@ -524,11 +444,16 @@ class JsonRpcPeer:
                         )
                     )
                     return
+                self.received_lines += 1
+                self.received_bytes += len(line)
                 self._receive(line)
+                if len(self._tasks) >= self._max_in_flight:  # back-pressure: stop reading for a while
+                    self._room.clear()
+                    await self._room.wait()
         except asyncio.CancelledError:
             raise
         except (OSError, ValueError) as exc:  # a broken transport under the reader
-            await self._crash(f"reading failed ({type(exc).__name__}: {_first_line(exc)})")
+            await self._crash(f"reading failed ({type(exc).__name__}: {first_line(exc)})")
 
     def _receive(self, raw: bytes) -> None:
         try:
@@ -538,9 +463,9 @@ class JsonRpcPeer:
             return
         text = text.removesuffix("\n").removesuffix("\r")
         try:
-            parsed = json.loads(text, parse_constant=_refuse_constant)
-        except ValueError:
-            self._fail(MalformedMessage(f"a line that is not JSON: {quote(text)}"))
+            parsed = decode_line(text)
+        except ValueError as exc:
+            self._fail(MalformedMessage(f"a line that is refused ({exc}): {quote(text)}"))
             return
         # a batch: every message of the line is dispatched before any of them runs (KD-KIT-1)
         for message in parsed if isinstance(parsed, list) and parsed else [parsed]:
@@ -576,7 +501,12 @@ class JsonRpcPeer:
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if len(self._tasks) < self._max_in_flight:
+            self._room.set()
 
     def _settle(self, kind: EnvelopeKind, message: JsonObject, text: str) -> None:
         response_id = message["id"]
@@ -587,6 +517,8 @@ class JsonRpcPeer:
         if entry is None:
             if self._abandoned.pop(response_id, None) is not None:
                 return  # the late answer to a request we gave up on
+            if isinstance(response_id, int) and 0 < response_id < self._next_id:
+                self._broken_at = response_id  # a second answer: it belongs with that request
             self._fail(
                 MalformedMessage(f"an answer to no pending request (id {response_id!r}): {quote(text)}")
             )
@@ -630,7 +562,7 @@ class JsonRpcPeer:
 
     @staticmethod
     def _internal_error(request_id: int | str | None, message: str, exc: Exception) -> JsonObject:
-        data = {"exception": type(exc).__name__, "detail": _first_line(exc)}
+        data = {"exception": type(exc).__name__, "detail": first_line(exc)}
         return {
             "jsonrpc": "2.0",
             "id": request_id,
@@ -646,6 +578,7 @@ class JsonRpcPeer:
         if self._closed:
             return
         self._closed = True
+        broken = isinstance(self._failure, AdapterError)  # queued output is of no use to a broken peer
         self._fail(PeerClosed("the kit closed this connection"))
         current = asyncio.current_task()
         others = [
@@ -655,9 +588,22 @@ class JsonRpcPeer:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
         self._reader_task = None
+        if broken:
+            self._abort()
         self._writer.close()
-        with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+        # Flushing what is queued waits for the other side to read: bounded, then dropped.  The wait is
+        # a task of its own, never cancelled (cancelling it would break the transport's bookkeeping).
+        closing = asyncio.ensure_future(self._writer.wait_closed())
+        closing.add_done_callback(_retrieve)
+        done, _ = await asyncio.wait({closing}, timeout=_CLOSE_FLUSH)
+        if not done:
+            self._abort()
+            await asyncio.wait({closing}, timeout=_CLOSE_FLUSH)
+
+    def _abort(self) -> None:
+        """Drop queued output and close now (a transport already gone has nothing to drop)."""
+        with contextlib.suppress(AttributeError, OSError, RuntimeError):
+            self._writer.transport.abort()
 
     async def __aenter__(self) -> JsonRpcPeer:
         return self

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
+from pydantic.alias_generators import to_camel
 
 from relavium_conformance._wire.model import KitStrict, KitWire, ref
 
@@ -18,6 +19,9 @@ __all__ = [
     "AgentJson",
     "ChunkJson",
     "CommandOutcomeJson",
+    "CompactionOutcome",
+    "ContextEstimateParams",
+    "ContextEstimateResult",
     "ContextJson",
     "CostJson",
     "CreateParams",
@@ -30,6 +34,7 @@ __all__ = [
     "HandleParams",
     "HelloParams",
     "HelloResult",
+    "HostAppendMarkerParams",
     "HostCommitTurnParams",
     "HostConfirmParams",
     "HostConfirmResult",
@@ -41,7 +46,10 @@ __all__ = [
     "HostSleepParams",
     "ImplementationInfo",
     "KitInfo",
+    "MemoryPolicyResult",
     "MessageJson",
+    "NothingToTrimResult",
+    "PolicyRefusal",
     "PolicySpec",
     "ProviderNextParams",
     "ProviderNextResult",
@@ -67,6 +75,9 @@ __all__ = [
     "ToolCallPartJson",
     "ToolCallResult",
     "ToolSpec",
+    "TrimHistoryParams",
+    "TrimResult",
+    "TrimmedResult",
     "TurnResultJson",
     "WorkflowIdParams",
     "WorkflowIdResult",
@@ -389,3 +400,85 @@ ReadStoredRowResult = ReadStoredMessage | ReadStoredRowRefusal
 class ExportResult(_Msg):
     workflow_id: str
     workflow_path: str
+
+
+class TrimHistoryParams(_Msg):
+    """Keep the newest whole turns within ``maxMessages`` message units (any integer: the bound check
+    is the implementation's, after its policy check)."""
+
+    handle: str
+    max_messages: int
+
+
+class ContextEstimateParams(_Msg):
+    """The context estimate of the next request for the pending user ``text`` (KD-COMP-2)."""
+
+    handle: str
+    text: str
+
+
+class ContextEstimateResult(_Msg):
+    input_tokens: Annotated[int, Field(ge=0)]
+
+
+class PolicyRefusal(_Msg):
+    """``MemoryPolicyRefusal``: what compact and trimHistory return when the memory policy forbids them."""
+
+    kind: Literal["policy_refused"]
+    memory: Literal["none", "window"]
+    message: str
+
+
+class MemoryPolicyResult(_Msg):
+    """The session's memory getters in one answer: the resolved policy as the agent authors it
+    (``{type: none}``, ``{type: window, window_size}``, ``{type: summary}``), the automatic-compaction
+    permission, and the refusals compact and trimHistory would return (``null``: permitted)."""
+
+    memory_policy: dict[str, Any]
+    automatic_compaction_allowed: bool
+    compaction_refusal: PolicyRefusal | None
+    trim_refusal: PolicyRefusal | None
+
+
+class TrimmedResult(_Msg):
+    kind: Literal["trimmed"]
+    kept_message_count: Annotated[int, Field(ge=0)]
+    dropped_message_count: Annotated[int, Field(ge=0)]
+    kept_turn_count: Annotated[int, Field(ge=0)]
+
+
+class NothingToTrimResult(_Msg):
+    kind: Literal["nothing_to_trim"]
+    message_count: Annotated[int, Field(ge=0)]
+
+
+TrimResult = Annotated[TrimmedResult | NothingToTrimResult | PolicyRefusal, Field(discriminator="kind")]
+"""``TrimResult`` (KD-COMP-5)."""
+
+
+class CompactionOutcome(_Msg):
+    """``CompactionResult`` (KD-COMP-5): ``kind`` and the fields of its arm (``policy_refused``:
+    ``memory`` and ``message``; ``failed``: ``message``; ``compacted``: ``keptTurnCount``; ...)."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="allow",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+    )
+
+    kind: Literal[
+        "compacted", "nothing_to_compact", "failed", "cancelled", "budget_refused", "policy_refused"
+    ]
+
+
+class HostAppendMarkerParams(_Msg):
+    """One durable boundary marker to append after every row: the kit checks it itself (a ``system`` row,
+    ``compaction.droppedThroughSequence`` naming an earlier row), so ``marker`` is carried as data."""
+
+    handle: str
+    session_id: str
+    marker: dict[str, Any]

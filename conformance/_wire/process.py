@@ -43,6 +43,7 @@ from relavium_conformance._wire.jsonrpc import (
     RpcError,
     Validator,
 )
+from relavium_conformance._wire.reaper import MARK_VARIABLE, descendants, end_leftovers, marked, new_mark
 
 __all__ = ["STDIO_PREFIX", "StderrTail", "SubprocessConnection", "parse_command"]
 
@@ -54,6 +55,7 @@ _REASON_STDERR_LINES: Final = 5
 #: Longest stderr line kept, in characters (the rest of the line is dropped).
 _STDERR_LINE_CHARS: Final = 2000
 _STDERR_CHUNK: Final = 64 * 1024
+_EXIT_POLL: Final = 0.02  # seconds between looks at the exit status while stopping
 _POSIX: Final = sys.platform != "win32"
 
 
@@ -130,6 +132,16 @@ async def _drain(stream: asyncio.StreamReader, tail: StderrTail) -> None:
         tail.finish()
 
 
+async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Wait up to ``timeout`` s for the child to exit.  ``process.wait()`` would also wait for every pipe
+    to close, which a grandchild holding them could delay forever; the exit status comes first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while process.returncode is None and loop.time() < deadline:
+        await asyncio.sleep(_EXIT_POLL)
+    return process.returncode is not None
+
+
 def _describe_returncode(code: int) -> str:
     if code >= 0:
         return f"the implementation exited with code {code}"
@@ -187,6 +199,8 @@ class SubprocessConnection:
         self._hello_params: JsonObject | None = None
         self._hello_result: JsonObject | None = None
         self._restarts = 0
+        self._mark = ""
+        self._leftovers: list[str] = []
         self._live = False  # a child was spawned and not yet stopped
         self._closed = False
 
@@ -248,6 +262,12 @@ class SubprocessConnection:
         """The implementation's answer to the last successful ``hello``."""
         return self._hello_result
 
+    def take_leftovers(self) -> list[str]:
+        """Notes on processes the implementation left running outside its process group (each ended by
+        the kit when the child was stopped), since the last call; oldest first."""
+        notes, self._leftovers = self._leftovers, []
+        return notes
+
     def stderr_tail(self, lines: int | None = None) -> list[str]:
         """The last stderr lines of the current (or last) child, oldest first."""
         tail = self._stderr.lines()
@@ -289,6 +309,8 @@ class SubprocessConnection:
 
     async def _launch(self) -> JsonObject:
         extra: dict[str, Any] = {"process_group": 0} if _POSIX else {}
+        self._mark = new_mark()
+        env = {**(self._env if self._env is not None else os.environ), MARK_VARIABLE: self._mark}
         try:
             process = await asyncio.create_subprocess_exec(
                 *self._argv,
@@ -297,7 +319,7 @@ class SubprocessConnection:
                 stderr=asyncio.subprocess.PIPE,
                 limit=self._line_limit,
                 cwd=self._cwd,
-                env=self._env,
+                env=env,
                 **extra,
             )
         except OSError as exc:
@@ -369,33 +391,53 @@ class SubprocessConnection:
         await self._stop(polite=True)
 
     async def _stop(self, *, polite: bool) -> None:
+        """Stop the child within a bounded time: ``bye`` (when polite), then SIGTERM, then SIGKILL to its
+        whole process group; then end what it left outside the group (see :mod:`.reaper`)."""
         process, peer, stderr_task = self._process, self._peer, self._stderr_task
         if process is None or not self._live:
             return
         self._live, self._stderr_task = False, None
+        family = descendants(process.pid) if process.returncode is None else set()
         if peer is not None:
             if polite and peer.failure is None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(peer.notify("bye"), self._close_timeout)
-            await peer.aclose()  # closes the child's stdin too
-        if polite and process.returncode is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), self._close_timeout)
+            await peer.aclose()  # closes the child's stdin too (bounded)
+        if polite:
+            await _exited(process, self._close_timeout)
         if process.returncode is None:
             self._signal(process, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), self._close_timeout)
+            await _exited(process, self._close_timeout)
         if process.returncode is None:
             self._signal(process, signal.SIGKILL if _POSIX else signal.SIGTERM)
-            await process.wait()
+            await _exited(process, self._close_timeout)
         if _POSIX:  # leftovers of the child's group (what it spawned) go too
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
+        self._end_leftovers(process.pid, family)
+        # The exit is known; the transport finishes once every pipe is closed (nothing holds them now).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), self._close_timeout)
         if stderr_task is not None:
             await asyncio.wait({stderr_task}, timeout=self._close_timeout)
             stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stderr_task
+
+    def _end_leftovers(self, leader: int, family: set[int]) -> None:
+        """End the processes the child left outside its group (its group was killed already)."""
+        outside: set[int] = set()
+        for pid in (family | marked(self._mark)) - {leader}:
+            with contextlib.suppress(OSError):
+                if not _POSIX or os.getpgid(pid) != leader:
+                    outside.add(pid)
+        ended = end_leftovers(outside)
+        if ended:
+            many = len(ended) != 1
+            self._leftovers.append(
+                f"the implementation left {len(ended)} process{'es' if many else ''} running outside its "
+                f"process group (pid {', '.join(map(str, ended))}); the kit ended {'them' if many else 'it'}"
+            )
 
     @staticmethod
     def _signal(process: asyncio.subprocess.Process, signum: int) -> None:

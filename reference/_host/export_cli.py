@@ -63,7 +63,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "export",
         help="export a persisted session from a history.db to a .relavium.yaml workflow scaffold",
-        description=__doc__.split("::")[0].strip() if __doc__ else None,
+        description=(
+            "Write a persisted session's workflow scaffold to a file. The session and its transcript are "
+            "read from the history.db at --db in one read transaction; the database is never written. "
+            "The default file is <SESSION_ID>.relavium.yaml here; an existing file is kept unless --force."
+        ),
         epilog="exit codes: 0 written; 1 database or session unreadable; 2 usage error or existing file",
     )
     parser.add_argument("--db", required=True, metavar="PATH", help="the history.db to read")

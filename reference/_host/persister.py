@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from relavium_reference._host.store import SessionStore
+from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.llm import LlmMessage
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
 from relavium_reference._model.messages import TextPart as DurableText
@@ -31,6 +32,10 @@ class TurnPersister(Protocol):
         ...
 
     async def record_cost(self, session_id: str, entry: CostEntry) -> None: ...
+
+    async def append_marker(self, session_id: str, marker: BoundaryMarker) -> None:
+        """Append one boundary marker row after every existing row; raise on failure (nothing written)."""
+        ...
 
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         """The session's record and every durable row, in sequence order (for export)."""
@@ -58,6 +63,15 @@ class SqlitePersister:
 
     async def record_cost(self, session_id: str, entry: CostEntry) -> None:
         await asyncio.to_thread(self._store.record_cost, session_id, entry)
+
+    async def append_marker(self, session_id: str, marker: BoundaryMarker) -> None:
+        text = "".join(part.text for part in marker.content)
+        await asyncio.to_thread(
+            self._store.append_marker,
+            session_id,
+            dropped_through_sequence=marker.compaction.dropped_through_sequence,
+            text=text,
+        )
 
     async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         return await asyncio.to_thread(self._store.load_full, session_id)

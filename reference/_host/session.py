@@ -46,14 +46,25 @@ from relavium_reference._model.events import (
     SessionCancelled,
     SessionExported,
     SessionStarted,
+    SessionTrimmed,
     SessionTurnCompleted,
     SessionTurnStarted,
     TokensUsed,
     TurnError,
 )
-from relavium_reference._model.messages import AgentSessionRecord
+from relavium_reference._model.history_results import (
+    BoundaryMarker,
+    CompactionFailed,
+    CompactionResult,
+    MemoryPolicyRefusal,
+    NothingToCompact,
+    NothingToTrim,
+    Trimmed,
+    TrimResult,
+)
+from relavium_reference._model.messages import AgentSessionRecord, Compaction
 from relavium_reference._model.records import CostEntry
-from relavium_reference._model.shapes import AgentSnapshot, SessionContext, WireModel
+from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext, WireModel
 from relavium_reference._model.tools import ToolRegistry, TurnPolicy
 from relavium_reference._model.vocabulary import (
     RETRYABLE_ERROR_CODES,
@@ -64,8 +75,27 @@ from relavium_reference._model.vocabulary import (
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
-from relavium_reference._rules.projection import Exchange, project_history, summary_messages
-from relavium_reference._rules.resume import SessionResumeState, resume_state_problem
+from relavium_reference._rules.memory import (
+    automatic_compaction_allowed,
+    compaction_refusal,
+    copy_policy,
+    resolve_memory,
+    trim_refusal,
+)
+from relavium_reference._rules.projection import (
+    Exchange,
+    HistoryMessage,
+    estimate_tokens,
+    project_history,
+    project_request,
+)
+from relavium_reference._rules.resume import (
+    SessionResumeState,
+    dropped_through_for_kept,
+    reconstruct_session_state,
+    resume_state_problem,
+)
+from relavium_reference._rules.trim import TrimPlan, plan_trim
 from relavium_reference._rules.workflow_yaml import dump_yaml
 
 __all__ = [
@@ -177,6 +207,7 @@ class AgentSession:
         self.session_id = session_id or deps.new_id()
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
+        self._memory = resolve_memory(agent.memory)  # once per instance: fresh, resumed, reseated alike
         self._allowlist = CommandAllowlist(deps.allowed_commands, deps.allowed_command_globs)
         self._stamper = EventStamper(self.session_id, deps.emit, deps.clock)
         self._policy = TurnPolicy()
@@ -242,6 +273,40 @@ class AgentSession:
     @property
     def turn_policy(self) -> TurnPolicy:
         return self._policy
+
+    @property
+    def memory_policy(self) -> MemoryPolicySpec:
+        """The resolved memory policy, as a frozen copy (never the session's own value)."""
+        return copy_policy(self._memory)
+
+    @property
+    def automatic_compaction_allowed(self) -> bool:
+        """The policy's own permission for automatic compaction (no trigger or budget consulted)."""
+        return automatic_compaction_allowed(self._memory)
+
+    @property
+    def compaction_refusal(self) -> MemoryPolicyRefusal | None:
+        """Exactly the refusal ``compact`` returns under this policy, or ``None``."""
+        return compaction_refusal(self._memory)
+
+    @property
+    def trim_refusal(self) -> MemoryPolicyRefusal | None:
+        """Exactly the refusal ``trim_history`` returns under this policy, or ``None``."""
+        return trim_refusal(self._memory)
+
+    def context_estimate(self, pending_user: str) -> int:
+        """The KD-COMP-2 token estimate of the next request for ``pending_user``.
+
+        Computed on the one projection the request itself uses (same history selection, summary
+        placement, tools and folding), so the two can never disagree.
+        """
+        projected = project_request(
+            system=self._agent.system_prompt,
+            history=self._history(),
+            pending_user=pending_user,
+            tools=self._deps.tools.definitions(self._advertised(self._policy)) or None,
+        )
+        return estimate_tokens(projected)
 
     # -- operations ------------------------------------------------------------------------------
 
@@ -387,7 +452,92 @@ class AgentSession:
             return CommandCancelled()
         return task.result()
 
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        """Keep the newest whole slots within ``max_messages`` message units (started and idle only).
+
+        Order: a lifecycle refusal (``SessionStateError``), then the memory policy's refusal, then the
+        bound (``InvalidInputError``) and ``nothing_to_trim``; none of these changes anything.  A trim
+        that drops history appends one boundary marker through the host's persister, installs the kept
+        suffix and emits ``session:trimmed``; it never calls a provider.
+        """
+        self._enter(SessionInput.TRIM)  # idle -> history: nothing races the trim
+        try:
+            return await self._trim(max_messages, reason)
+        finally:
+            if self._state is SessionState.HISTORY:
+                self._enter(SessionInput.HISTORY_SETTLED)
+
+    async def _trim(self, max_messages: int, reason: Literal["manual"]) -> TrimResult:
+        refusal = trim_refusal(self._memory)
+        if refusal is not None:
+            return refusal
+        plan = self._select_trim(max_messages)
+        if not plan.drops_anything:
+            return NothingToTrim(message_count=plan.total_messages)
+        await self._append_boundary(plan.kept_slots)
+        kept = self._exchanges[len(self._exchanges) - plan.kept_slots :]
+        self._exchanges = kept  # surviving whole slots; their spans start again at 0
+        if self._state is not SessionState.CANCELLED:
+            await self._stamper.emit(
+                SessionTrimmed,
+                reason=reason,
+                kept_message_count=plan.kept_messages,
+                dropped_message_count=plan.dropped_messages,
+                kept_turn_count=plan.kept_slots,
+            )
+        return Trimmed(
+            kept_message_count=plan.kept_messages,
+            dropped_message_count=plan.dropped_messages,
+            kept_turn_count=plan.kept_slots,
+        )
+
+    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
+        """Summarise the older working context (started and idle only).
+
+        The lifecycle refusal comes first, then the memory policy's refusal, before any no-op check,
+        provider planning, event or egress.  This engine does not summarise yet: with nothing older
+        than the latest exchange it answers ``nothing_to_compact``, otherwise ``failed`` with a fixed
+        message, changing nothing.
+        """
+        self._enter(SessionInput.COMPACT)
+        refusal = compaction_refusal(self._memory)
+        if refusal is not None:
+            return refusal
+        if len(self._exchanges) <= 1:
+            return NothingToCompact()
+        return CompactionFailed(message="this engine cannot summarise the conversation yet")
+
     # -- internals -------------------------------------------------------------------------------
+
+    def _select_trim(self, max_messages: int) -> TrimPlan:
+        return plan_trim([exchange.message_units for exchange in self._exchanges], max_messages)
+
+    def _history(self) -> list[HistoryMessage]:
+        """Selection and summary placement of the working transcript (before any folding)."""
+        return project_history(self._exchanges, self._memory, self._preamble)
+
+    def _advertised(self, policy: TurnPolicy) -> tuple[str, ...]:
+        registry = self._deps.tools
+        return tuple(
+            name for name in self._agent.tools if registry.get(name) is not None and policy.advertises(name)
+        )
+
+    async def _append_boundary(self, kept_slots: int) -> None:
+        """Write the boundary marker that keeps the newest ``kept_slots`` durable slots.
+
+        The boundary is read from the host's own rows (the durable view is the authority on sequence
+        numbers): the last row of the newest dropped slot.  A session without a persister writes none.
+        """
+        persister = self._deps.persister
+        if persister is None:
+            return
+        record, rows = await persister.load_transcript(self.session_id)
+        durable = reconstruct_session_state(record, rows)
+        through = dropped_through_for_kept(durable, kept_slots)
+        if through is None:
+            return
+        marker = BoundaryMarker(compaction=Compaction(dropped_through_sequence=through))
+        await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:
         """The one place the session's state changes: the table's outcome sets the next state.
@@ -400,18 +550,12 @@ class AgentSession:
 
     def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
         registry = self._deps.tools
-        advertised = tuple(
-            name for name in self._agent.tools if registry.get(name) is not None and policy.advertises(name)
-        )
         return TurnSetup(
             agent=self._agent,
             node_id=self.agent_ref,
-            history=[
-                *summary_messages(self._preamble),
-                *project_history(self._exchanges, self._agent.memory),
-            ],
+            history=self._history(),
             pending_user=text,
-            advertised=advertised,
+            advertised=self._advertised(policy),
             policy=policy,
             registry=registry,
             max_tool_turns=self._deps.max_tool_turns,

@@ -61,7 +61,7 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-from relavium_reference._rules.projection import HistoryMessage, fold_same_role, text_message
+from relavium_reference._rules.projection import HistoryMessage, project_request
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -199,16 +199,19 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
 
 
 def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-    """A fresh request: every list, message and part is new, so the provider owns what it gets."""
-    messages = [text_message(m.role, m.text) for m in setup.history]
-    messages.append(text_message("user", setup.pending_user))
-    messages.extend(LlmMessage.model_validate(copy.deepcopy(m.model_dump())) for m in round_messages)
-    tools = setup.registry.definitions(setup.advertised) if setup.advertised else None
+    """A fresh request from the one projection: every list, message and part is new."""
+    projected = project_request(
+        system=setup.agent.system_prompt,
+        history=setup.history,
+        pending_user=setup.pending_user,
+        rounds=round_messages,
+        tools=setup.registry.definitions(setup.advertised) if setup.advertised else None,
+    )
     return LlmRequest(
         model=model,
-        system=setup.agent.system_prompt,
-        messages=fold_same_role(messages),
-        tools=tools,
+        system=projected.system,
+        messages=projected.messages,
+        tools=projected.tools,
         max_tokens=setup.agent.max_tokens,
     )
 

@@ -24,6 +24,7 @@ __all__ = [
 DEFAULT_OUTPUT_LIMIT = 65_536
 """Bytes of stdout and of stderr kept from a command (KD-CMD-2); the rest is dropped."""
 
+
 class CommandRan(WireModel):
     outcome: Literal["ran"] = "ran"
     exit_code: int

@@ -28,6 +28,7 @@ class SessionState(StrEnum):
     IDLE = "idle"  # started, nothing in flight
     STREAMING = "streaming"  # a turn is in flight
     COMMAND = "command"  # a user command is in flight
+    HISTORY = "history"  # a history operation (compact or trim) is in flight
     CANCELLED = "cancelled"  # terminal
 
 
@@ -41,6 +42,9 @@ class SessionInput(StrEnum):
     RUN_USER_COMMAND = "run_user_command"
     COMMAND_SETTLED = "command_settled"
     EXPORT = "export"
+    TRIM = "trim"
+    COMPACT = "compact"
+    HISTORY_SETTLED = "history_settled"
 
 
 class Effect(StrEnum):
@@ -91,6 +95,9 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CREATED, In.RUN_USER_COMMAND): _refuse(S.CREATED, _NS),
     (S.CREATED, In.COMMAND_SETTLED): _refuse(S.CREATED, _NS),
     (S.CREATED, In.EXPORT): _refuse(S.CREATED, _NS),
+    (S.CREATED, In.TRIM): _refuse(S.CREATED, _NS),
+    (S.CREATED, In.COMPACT): _refuse(S.CREATED, _NS),
+    (S.CREATED, In.HISTORY_SETTLED): _refuse(S.CREATED, _NS),
     # idle
     (S.IDLE, In.START): _refuse(S.IDLE, _AS),
     (S.IDLE, In.SEND): _go(S.STREAMING),
@@ -101,6 +108,9 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.IDLE, In.RUN_USER_COMMAND): _go(S.COMMAND),
     (S.IDLE, In.COMMAND_SETTLED): _refuse(S.IDLE, _NA),
     (S.IDLE, In.EXPORT): _go(S.IDLE),
+    (S.IDLE, In.TRIM): _go(S.HISTORY),
+    (S.IDLE, In.COMPACT): _go(S.IDLE),  # settles without awaiting (no summariser yet)
+    (S.IDLE, In.HISTORY_SETTLED): _refuse(S.IDLE, _NA),
     # streaming: a turn is in flight
     (S.STREAMING, In.START): _refuse(S.STREAMING, _AS),
     (S.STREAMING, In.SEND): _refuse(S.STREAMING, _BUSY),
@@ -111,6 +121,9 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.STREAMING, In.RUN_USER_COMMAND): _refuse(S.STREAMING, _BUSY),
     (S.STREAMING, In.COMMAND_SETTLED): _refuse(S.STREAMING, _BUSY),
     (S.STREAMING, In.EXPORT): _refuse(S.STREAMING, _BUSY),
+    (S.STREAMING, In.TRIM): _refuse(S.STREAMING, _BUSY),
+    (S.STREAMING, In.COMPACT): _refuse(S.STREAMING, _BUSY),
+    (S.STREAMING, In.HISTORY_SETTLED): _refuse(S.STREAMING, _BUSY),
     # command: a user command is in flight (never races a turn)
     (S.COMMAND, In.START): _refuse(S.COMMAND, _AS),
     (S.COMMAND, In.SEND): _refuse(S.COMMAND, _BUSY),
@@ -121,6 +134,22 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.COMMAND, In.RUN_USER_COMMAND): _refuse(S.COMMAND, _BUSY),
     (S.COMMAND, In.COMMAND_SETTLED): _go(S.IDLE),
     (S.COMMAND, In.EXPORT): _refuse(S.COMMAND, _BUSY),
+    (S.COMMAND, In.TRIM): _refuse(S.COMMAND, _BUSY),
+    (S.COMMAND, In.COMPACT): _refuse(S.COMMAND, _BUSY),
+    (S.COMMAND, In.HISTORY_SETTLED): _refuse(S.COMMAND, _BUSY),
+    # history: a compact or trim is in flight (idle-only operations; nothing races them)
+    (S.HISTORY, In.START): _refuse(S.HISTORY, _AS),
+    (S.HISTORY, In.SEND): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.TURN_SETTLED): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.ABORT): _go(S.HISTORY, E.NOOP),
+    (S.HISTORY, In.CANCEL): _go(S.CANCELLED, E.CANCEL_WORK),
+    (S.HISTORY, In.SET_TURN_POLICY): _go(S.HISTORY, E.STORE_POLICY),
+    (S.HISTORY, In.RUN_USER_COMMAND): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.COMMAND_SETTLED): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.EXPORT): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.TRIM): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.COMPACT): _refuse(S.HISTORY, _BUSY),
+    (S.HISTORY, In.HISTORY_SETTLED): _go(S.IDLE),
     # cancelled: terminal; cancel and abort are idempotent no-ops, the policy is inert.
     (S.CANCELLED, In.START): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.SEND): _refuse(S.CANCELLED, _NA),
@@ -131,6 +160,9 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.CANCELLED, In.RUN_USER_COMMAND): _refuse(S.CANCELLED, _NA),
     (S.CANCELLED, In.COMMAND_SETTLED): _go(S.CANCELLED, E.NOOP),
     (S.CANCELLED, In.EXPORT): _refuse(S.CANCELLED, _NA),
+    (S.CANCELLED, In.TRIM): _refuse(S.CANCELLED, _NA),
+    (S.CANCELLED, In.COMPACT): _refuse(S.CANCELLED, _NA),
+    (S.CANCELLED, In.HISTORY_SETTLED): _go(S.CANCELLED, E.NOOP),
 }
 
 _MESSAGES = {

@@ -1,28 +1,42 @@
 """Request projection: from the working transcript to the messages of the next provider request.
 
 Pure.  The working transcript is text only: completed exchanges of a user text and its final
-assistant text (an empty final keeps the user alone).  Tool pairs never cross a turn boundary.
-The agent's memory policy selects which history goes in; same-role neighbours are folded only
-after that selection.  Every call builds new lists and parts, so the caller owns what it gets.
+assistant text (an empty final keeps the user alone; a legacy bare user is a slot of its own).  Tool
+pairs never cross a turn boundary.
+
+There is **one** projection, :func:`project_request`: the resolved memory policy selects the history
+(KD-PROJ-1), a running summary is placed first as untrusted user-role data (KD-COMP-3; the system
+prompt stays as authored), the pending user follows, and only then are same-role neighbours folded.
+The request sent to a provider and the session's context estimate (:func:`estimate_tokens`, KD-COMP-2)
+are both computed from what it returns.  Every call builds new lists and parts, so the caller owns
+what it gets.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart
-from relavium_reference._model.shapes import MemoryNone, MemoryPolicySpec, MemoryWindow
+from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart, ToolDef
+from relavium_reference._model.shapes import MemoryPolicySpec
 
 __all__ = [
     "SUMMARY_CLOSE",
     "SUMMARY_OPEN",
     "Exchange",
     "HistoryMessage",
+    "ProjectedRequest",
+    "estimate_tokens",
     "fold_same_role",
     "project_history",
+    "project_request",
+    "select_exchanges",
     "summary_messages",
+    "text_message",
     "working_messages",
 ]
 
@@ -35,10 +49,15 @@ class HistoryMessage:
 
 @dataclass(frozen=True)
 class Exchange:
-    """One completed turn of the working transcript: the user text and the final assistant text."""
+    """One slot of the working transcript: the user text and the final assistant text."""
 
     user: str
     assistant: str | None  # None: a legacy bare user kept in context, with no terminal
+
+    @property
+    def message_units(self) -> int:
+        """Messages the slot contributes: the user, plus the final text when it is not empty."""
+        return 2 if self.assistant else 1
 
 
 def working_messages(exchanges: Sequence[Exchange]) -> list[HistoryMessage]:
@@ -51,17 +70,18 @@ def working_messages(exchanges: Sequence[Exchange]) -> list[HistoryMessage]:
     return out
 
 
-def project_history(exchanges: Sequence[Exchange], memory: MemoryPolicySpec | None) -> list[HistoryMessage]:
-    """Select the history a request carries, by memory policy (KD-PROJ-1).
+def select_exchanges(exchanges: Sequence[Exchange], memory: MemoryPolicySpec) -> list[Exchange]:
+    """The slots a request carries under the resolved policy (KD-PROJ-1).
 
-    ``none`` carries no earlier turn; ``window`` the last ``window_size`` completed exchanges;
-    ``summary`` (and an agent that declares no memory) all retained exchanges.
+    ``none`` carries no earlier turn; ``window`` the newest ``window_size`` slots; ``summary`` every
+    retained slot.  The policy is read by its ``type`` alone.
     """
-    if isinstance(memory, MemoryNone):
+    if memory.type == "none":
         return []
-    if isinstance(memory, MemoryWindow):
-        return working_messages(exchanges[-memory.window_size :])
-    return working_messages(exchanges)
+    if memory.type == "window":
+        size = getattr(memory, "window_size", 0)
+        return list(exchanges[-size:]) if size > 0 else []
+    return list(exchanges)
 
 
 SUMMARY_OPEN = "<earlier-conversation-summary>"
@@ -69,10 +89,66 @@ SUMMARY_CLOSE = "</earlier-conversation-summary>"
 
 
 def summary_messages(summary: str | None) -> list[HistoryMessage]:
-    """A running summary as untrusted user-role data, never part of the system prompt (KD-PROJ-2)."""
+    """A running summary as untrusted user-role data, never part of the system prompt (KD-COMP-3)."""
     if not summary:
         return []
     return [HistoryMessage("user", f"{SUMMARY_OPEN}\n{summary}\n{SUMMARY_CLOSE}")]
+
+
+def project_history(
+    exchanges: Sequence[Exchange], memory: MemoryPolicySpec, summary: str | None = None
+) -> list[HistoryMessage]:
+    """Selection and summary placement, before any folding: the summary first, then the selected slots."""
+    return [*summary_messages(summary), *working_messages(select_exchanges(exchanges, memory))]
+
+
+@dataclass(frozen=True)
+class ProjectedRequest:
+    """The owned parts of one request: the authored system prompt and the folded messages."""
+
+    system: str
+    messages: list[LlmMessage]
+    tools: list[ToolDef] | None
+
+
+def project_request(
+    *,
+    system: str,
+    history: Sequence[HistoryMessage],
+    pending_user: str,
+    rounds: Sequence[LlmMessage] = (),
+    tools: Sequence[ToolDef] | None = None,
+) -> ProjectedRequest:
+    """The one projection: history, the pending user, this turn's tool rounds, folded last.
+
+    ``history`` comes from :func:`project_history`.  ``rounds`` are deep-copied so that nothing a
+    provider does to the request can reach the turn's own record.
+    """
+    messages = [text_message(m.role, m.text) for m in history]
+    messages.append(text_message("user", pending_user))
+    messages.extend(LlmMessage.model_validate(copy.deepcopy(m.model_dump())) for m in rounds)
+    owned_tools = [ToolDef.model_validate(copy.deepcopy(t.model_dump())) for t in tools] if tools else None
+    return ProjectedRequest(system=system, messages=fold_same_role(messages), tools=owned_tools)
+
+
+_MESSAGE_OVERHEAD = 8
+_NON_TEXT_PART = 256
+
+
+def estimate_tokens(request: ProjectedRequest) -> int:
+    """The KD-COMP-2 estimate of a projected request: characters / 4, rounded up.
+
+    Characters: the system text, 8 per message plus each part's text length (256 for a part that is
+    not text), and the compact JSON length of each tool definition.
+    """
+    chars = len(request.system)
+    for message in request.messages:
+        chars += _MESSAGE_OVERHEAD
+        for part in message.content:
+            chars += len(part.text) if isinstance(part, LlmTextPart) else _NON_TEXT_PART
+    for tool in request.tools or ():
+        chars += len(json.dumps(tool.to_wire(), separators=(",", ":"), ensure_ascii=False))
+    return math.ceil(chars / 4)
 
 
 def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:

@@ -416,6 +416,17 @@ MALFORMED_LINES = [
     pytest.param(b'{"id":1,"result":1}\n', '"jsonrpc" is not "2.0"', id="no-version"),
     pytest.param(b'{"jsonrpc":"1.0","id":1,"result":1}\n', '"jsonrpc" is not "2.0"', id="wrong-version"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"result":NaN}\n', "not JSON", id="nan"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"result":1e400}\n', "beyond the range of a double", id="1e400"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 200_000 + b"]" * 200_000 + b"}\n",
+        "nested deeper than 128 levels",
+        id="200000-deep",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 200 + b"]" * 200 + b"}\n",
+        "nested deeper than 128 levels",
+        id="200-deep",
+    ),
     pytest.param(
         b'{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}\n',
         "both",

@@ -350,7 +350,7 @@ def test_exit_uses_the_comparison_recorded_on_the_run() -> None:
 
 def test_every_exit_code_is_documented_with_its_number() -> None:
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    documented = dict(re.findall(r"^\| `(\d)` \| `([A-Z_]+)` \|", text, re.M))
+    documented = dict(re.findall(r"^\| `(\d+)` \| `([A-Z_]+)` \|", text, re.M))
     assert documented == {str(int(code)): code.name for code in ExitCode}
 
 

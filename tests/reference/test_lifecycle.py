@@ -10,6 +10,7 @@ import pytest
 from enginekit import GatedProvider, gated_reply, make_session, run
 
 from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError, TurnPolicy
+from relavium_reference._model.messages import AgentSessionRecord
 from relavium_reference._rules.lifecycle import (
     TRANSITIONS,
     Effect,
@@ -18,6 +19,7 @@ from relavium_reference._rules.lifecycle import (
     apply,
     render_markdown,
 )
+from relavium_reference._rules.projection import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +35,8 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.SET_TURN_POLICY: S.CREATED,
         In.RUN_USER_COMMAND: SessionStateCode.NOT_STARTED,
         In.EXPORT: SessionStateCode.NOT_STARTED,
+        In.TRIM: SessionStateCode.NOT_STARTED,
+        In.COMPACT: SessionStateCode.NOT_STARTED,
     },
     S.IDLE: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -42,6 +46,8 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.SET_TURN_POLICY: S.IDLE,
         In.RUN_USER_COMMAND: S.COMMAND,
         In.EXPORT: S.IDLE,
+        In.TRIM: S.HISTORY,
+        In.COMPACT: S.IDLE,
     },
     S.STREAMING: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -51,6 +57,8 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.SET_TURN_POLICY: S.STREAMING,
         In.RUN_USER_COMMAND: SessionStateCode.BUSY,
         In.EXPORT: SessionStateCode.BUSY,
+        In.TRIM: SessionStateCode.BUSY,
+        In.COMPACT: SessionStateCode.BUSY,
     },
     S.COMMAND: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -60,6 +68,19 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.SET_TURN_POLICY: S.COMMAND,
         In.RUN_USER_COMMAND: SessionStateCode.BUSY,
         In.EXPORT: SessionStateCode.BUSY,
+        In.TRIM: SessionStateCode.BUSY,
+        In.COMPACT: SessionStateCode.BUSY,
+    },
+    S.HISTORY: {
+        In.START: SessionStateCode.ALREADY_STARTED,
+        In.SEND: SessionStateCode.BUSY,
+        In.ABORT: S.HISTORY,
+        In.CANCEL: S.CANCELLED,
+        In.SET_TURN_POLICY: S.HISTORY,
+        In.RUN_USER_COMMAND: SessionStateCode.BUSY,
+        In.EXPORT: SessionStateCode.BUSY,
+        In.TRIM: SessionStateCode.BUSY,
+        In.COMPACT: SessionStateCode.BUSY,
     },
     S.CANCELLED: {
         In.START: SessionStateCode.NOT_ACTIVE,
@@ -69,10 +90,14 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.SET_TURN_POLICY: S.CANCELLED,
         In.RUN_USER_COMMAND: SessionStateCode.NOT_ACTIVE,
         In.EXPORT: SessionStateCode.NOT_ACTIVE,
+        In.TRIM: SessionStateCode.NOT_ACTIVE,
+        In.COMPACT: SessionStateCode.NOT_ACTIVE,
     },
 }
 
-PUBLIC_INPUTS = [i for i in SessionInput if i not in (In.TURN_SETTLED, In.COMMAND_SETTLED)]
+PUBLIC_INPUTS = [
+    i for i in SessionInput if i not in (In.TURN_SETTLED, In.COMMAND_SETTLED, In.HISTORY_SETTLED)
+]
 PAIRS = [(state, event) for state in SessionState for event in PUBLIC_INPUTS]
 
 
@@ -108,6 +133,32 @@ def test_lifecycle_doc_is_generated_from_the_table() -> None:
     assert (ROOT / "docs" / "lifecycle.md").read_text(encoding="utf-8") == render_markdown()
 
 
+class _HeldPersister:
+    """A host whose transcript read waits at a gate: a trim stays in flight until the test opens it."""
+
+    def __init__(self, gate: asyncio.Event) -> None:
+        self.gate = gate
+        self.armed = False  # only a trim reads through the gate; an export is refused at once
+
+    async def create_session(self, record: AgentSessionRecord) -> None:
+        self.record = record
+
+    async def commit_turn(self, session_id: str, turn: object) -> None:
+        return None
+
+    async def record_cost(self, session_id: str, entry: object) -> None:
+        return None
+
+    async def append_marker(self, session_id: str, marker: object) -> None:
+        return None
+
+    async def load_transcript(self, session_id: str) -> tuple[AgentSessionRecord, tuple[()]]:
+        if not self.armed:
+            raise InvalidInputError("no transcript in this test host")
+        await self.gate.wait()
+        return self.record, ()
+
+
 async def _session_in(state: SessionState) -> tuple[object, object]:
     """A real session driven into ``state``; returns (harness, release) where release ends held work."""
     provider = GatedProvider([gated_reply()])
@@ -117,7 +168,9 @@ async def _session_in(state: SessionState) -> tuple[object, object]:
         await approval_gate.wait()
         return False
 
-    h = make_session(provider, allowed_commands=("true",))
+    load_gate = asyncio.Event()
+    persister = _HeldPersister(load_gate)
+    h = make_session(provider, allowed_commands=("true",), persister=persister)
     h.session.set_turn_policy(TurnPolicy(confirm=slow_confirm))  # holds any command at its approval
     background: list[asyncio.Task[object]] = []
     if state is not S.CREATED:
@@ -129,10 +182,17 @@ async def _session_in(state: SessionState) -> tuple[object, object]:
         background.append(asyncio.create_task(h.session.run_user_command("true")))
         while h.session.state is not S.COMMAND:
             await asyncio.sleep(0)
+    h.session._exchanges = [Exchange("a", "b"), Exchange("c", "d")]  # two slots a trim can drop from
+    if state is S.HISTORY:
+        persister.armed = True
+        background.append(asyncio.create_task(h.session.trim_history(2)))
+        while h.session.state is not S.HISTORY:
+            await asyncio.sleep(0)
     elif state is S.CANCELLED:
         await h.session.cancel()
 
     async def release() -> None:
+        load_gate.set()
         approval_gate.set()
         provider.gate.set()
         if h.session.state is S.STREAMING:
@@ -160,6 +220,13 @@ async def _invoke(session: object, event: SessionInput) -> None:
     elif event is In.EXPORT:
         with contextlib.suppress(InvalidInputError):  # this session has no persister to read from
             await session.export("unused.relavium.yaml")
+    elif event is In.TRIM:
+        persister = session._deps.persister
+        assert isinstance(persister, _HeldPersister)
+        persister.armed = True
+        await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.trim_history(1))), 0.05)
+    elif event is In.COMPACT:
+        await session.compact()
     elif event is In.RUN_USER_COMMAND:
         await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.run_user_command("true"))), 0.05)
 

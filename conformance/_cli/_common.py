@@ -1,0 +1,157 @@
+"""What every sub-command shares: one error style, one-line usage errors, "did you mean".
+
+Every message the command line prints about a misuse has the form
+``relavium-conformance COMMAND: error: WHAT`` on one line and exits 2 (:data:`EXIT_USAGE`).  An unknown
+option or sub-command names the closest known one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import os
+import re
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+__all__ = [
+    "EXIT_USAGE",
+    "PROG",
+    "KitArgumentParser",
+    "VersionAction",
+    "check_output_path",
+    "check_readable_file",
+    "error_line",
+    "positive_count",
+    "positive_seconds",
+    "suggest",
+]
+
+PROG = "relavium-conformance"
+EXIT_USAGE = 2
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def error_line(command: str | None, message: str, stream: TextIO | None = None) -> None:
+    """Print the one error line of the kit's command line."""
+    prog = PROG if not command else f"{PROG} {command}"
+    flat = " ".join(message.split())
+    print(f"{prog}: error: {flat}", file=stream if stream is not None else sys.stderr)
+
+
+def suggest(given: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``known``, or nothing."""
+    close = difflib.get_close_matches(given, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+class KitArgumentParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line in the kit's style, with a suggestion."""
+
+    def error(self, message: str) -> NoReturn:
+        match = _INVALID_CHOICE.search(message)
+        if match:
+            choices = re.findall(r"'([^']*)'", match.group("choices"))
+            message = (
+                f"{message.split(':', 1)[0]}: unknown choice {match.group('given')!r}"
+                f"{suggest(match.group('given'), choices)}; choose from {', '.join(choices)}"
+            )
+        command = self.prog.removeprefix(PROG).strip()
+        error_line(command, f"{message} (see --help)")
+        sys.exit(EXIT_USAGE)
+
+    def unrecognized(self, extras: list[str]) -> NoReturn:
+        """Refuse arguments this (sub-)parser does not know, naming the closest option."""
+        options = [o for action in self._actions for o in action.option_strings]
+        hints = [suggest(extra.split("=", 1)[0], options) for extra in extras if extra.startswith("-")]
+        hint = next((h for h in hints if h), "")
+        self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: print the kit, corpus and protocol versions on one line (never wrapped) and exit."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="print the kit, corpus and protocol versions and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from relavium_conformance._version import version_line
+
+        print(version_line())
+        parser.exit(0)
+
+
+def positive_seconds(text: str) -> float:
+    """An ``argparse`` type: a finite number of seconds greater than zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds above 0")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An ``argparse`` type: a whole number greater than zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
+    return value
+
+
+def check_output_path(path: Path, option: str) -> str | None:
+    """Why ``path`` cannot receive an output file (its folder missing or unwritable, a folder in its
+    place), or ``None``.  The check creates and removes a temporary file beside it, where the atomic
+    write will put its own."""
+    if path.is_dir():
+        return f"{option} {path}: is a folder, not a file"
+    if path.exists() and not path.is_file():
+        return f"{option} {path}: is not a regular file"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"{option} {path}: the folder {parent} does not exist"
+    try:
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+    except OSError as exc:
+        return f"{option} {path}: cannot write in {parent} ({exc.strerror or exc})"
+    os.close(descriptor)
+    os.unlink(name)
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{option} {path}: the file is not writable"
+    return None
+
+
+def check_readable_file(path: Path, option: str) -> str | None:
+    """Why ``path`` cannot be read as an input file (missing, a FIFO or device, unreadable), or ``None``.
+    A FIFO is refused before it is opened: reading one would block until someone writes to it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"{option} {path}: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return f"{option} {path}: not a regular file"
+    if not os.access(path, os.R_OK):
+        return f"{option} {path}: not readable"
+    return None

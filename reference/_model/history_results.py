@@ -1,0 +1,70 @@
+"""The typed results of the history operations (KD-COMP-5) and the memory-policy refusal.
+
+``trimHistory`` returns a :data:`TrimResult`; ``compact`` a :data:`CompactionResult`.  Either may be
+the :class:`MemoryPolicyRefusal` the session's getters also expose.  Messages are fixed texts with no
+user data.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from relavium_reference._model.messages import Compaction, TextPart
+from relavium_reference._model.shapes import WireModel
+
+__all__ = [
+    "BoundaryMarker",
+    "CompactionFailed",
+    "CompactionResult",
+    "MemoryPolicyRefusal",
+    "NothingToCompact",
+    "NothingToTrim",
+    "TrimResult",
+    "Trimmed",
+]
+
+_NonNegative = Annotated[int, Field(ge=0)]
+
+
+class MemoryPolicyRefusal(WireModel):
+    """What ``compact`` and ``trimHistory`` return when the memory policy forbids them."""
+
+    kind: Literal["policy_refused"] = "policy_refused"
+    memory: Literal["none", "window"]
+    message: str
+
+
+class Trimmed(WireModel):
+    kind: Literal["trimmed"] = "trimmed"
+    kept_message_count: _NonNegative
+    dropped_message_count: _NonNegative
+    kept_turn_count: _NonNegative
+
+
+class NothingToTrim(WireModel):
+    kind: Literal["nothing_to_trim"] = "nothing_to_trim"
+    message_count: _NonNegative
+
+
+class NothingToCompact(WireModel):
+    kind: Literal["nothing_to_compact"] = "nothing_to_compact"
+
+
+class CompactionFailed(WireModel):
+    kind: Literal["failed"] = "failed"
+    message: str
+
+
+TrimResult = Trimmed | NothingToTrim | MemoryPolicyRefusal
+CompactionResult = NothingToCompact | CompactionFailed | MemoryPolicyRefusal
+
+
+class BoundaryMarker(WireModel):
+    """The durable boundary row a compaction or a trim appends: a ``system`` row whose
+    ``compaction.droppedThroughSequence`` names the last dropped row (a trim's has no content)."""
+
+    role: Literal["system"] = "system"
+    content: tuple[TextPart, ...] = ()
+    compaction: Compaction
