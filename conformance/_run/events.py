@@ -15,7 +15,7 @@ the event clauses, never on the case's own (see ``CaseResult.booked_clauses``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -31,15 +31,37 @@ EVENT_SHAPE_KIT_DEFINED = ("KD-EVT-2",)
 _LIMIT = 10  # differences reported per case; the first ones say enough
 
 
+def _open(schema: Any) -> Any:
+    """``schema`` with every ``additionalProperties: false`` taken out (unknown fields allowed)."""
+    if isinstance(schema, dict):
+        return {k: _open(v) for k, v in schema.items() if not (k == "additionalProperties" and v is False)}
+    if isinstance(schema, list):
+        return [_open(item) for item in schema]
+    return schema
+
+
 @cache
-def _arms() -> dict[str, Draft202012Validator]:
+def _arms() -> dict[str, tuple[Draft202012Validator, Draft202012Validator]]:
+    """Per event type: the open validator (failures) and the closed one (unknown fields)."""
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
-    arms: dict[str, Draft202012Validator] = {}
+    arms: dict[str, tuple[Draft202012Validator, Draft202012Validator]] = {}
     for arm in schema["oneOf"]:  # one arm per event type, told apart by its "type" constant
         definition = defs[arm["$ref"].rsplit("/", 1)[-1]]
-        arms[definition["properties"]["type"]["const"]] = Draft202012Validator({**definition, "$defs": defs})
+        closed = {**definition, "$defs": defs}
+        kind = definition["properties"]["type"]["const"]
+        arms[kind] = (Draft202012Validator(_open(closed)), Draft202012Validator(closed))
     return arms
+
+
+def _unknown_fields(errors: Any) -> Iterator[tuple[Sequence[Any], list[str]]]:
+    """Every unknown-field finding among ``errors`` and their sub-errors (an optional object's
+    unknown field is reported inside its ``anyOf``)."""
+    for error in errors:
+        if error.validator == "additionalProperties":
+            known = set(error.schema.get("properties", {}))
+            yield error.absolute_path, sorted(set(error.instance) - known)
+        yield from _unknown_fields(error.context or ())
 
 
 def _where(index: int, path: Sequence[Any]) -> str:
@@ -70,20 +92,22 @@ def check_event_shapes(events: Sequence[Any]) -> tuple[list[Difference], list[st
             failures.append(_difference(f"events[{index}]", "an event is a JSON object", event))
             continue
         kind = event.get("type")
-        validator = arms.get(kind) if isinstance(kind, str) else None
-        if validator is None:
+        pair = arms.get(kind) if isinstance(kind, str) else None
+        if pair is None:
             failures.append(_difference(f"events[{index}].type", "not a session event type", kind))
             continue
-        for error in sorted(validator.iter_errors(dict(event)), key=lambda e: list(map(str, e.path))):
-            if error.validator == "additionalProperties":
-                extra = ", ".join(sorted(set(error.instance) - set(error.schema.get("properties", {}))))
-                inner = _where(index, error.absolute_path).removeprefix(f"events[{index}]")
+        opened, closed = pair
+        errors = sorted(opened.iter_errors(dict(event)), key=lambda e: list(map(str, e.path)))
+        if not errors:
+            for path, names in _unknown_fields(closed.iter_errors(dict(event))):
+                extra = ", ".join(names)
+                inner = _where(index, path).removeprefix(f"events[{index}]")
                 warnings.setdefault(
                     (str(kind), inner + extra),
-                    f"{kind}: unknown field(s) {extra} at {_where(index, error.absolute_path)} "
+                    f"{kind}: unknown field(s) {extra} at {_where(index, path)} "
                     "(tolerated: consumers ignore unknown event fields, KD-EVT-6)",
                 )
-                continue
+        for error in errors:
             failures.append(
                 _difference(
                     _where(index, error.absolute_path),

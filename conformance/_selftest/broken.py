@@ -23,7 +23,9 @@ from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
+from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
+from relavium_conformance._selftest.broken_wire import WIRE_BREAKS
 from relavium_reference import (
     AgentSession,
     SessionInput,
@@ -457,6 +459,8 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *MEMORY_BREAKS,
     *STORE_BREAKS,
     *EVENT_BREAKS,
+    *PURE_BREAKS,
+    *WIRE_BREAKS,
 )
 
 

@@ -32,7 +32,6 @@ from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 __all__ = ["STORE_BREAKS"]
 
 
-
 def _body_only(row: Mapping[str, Any]) -> SessionMessage:
     """The message a row's canonical columns hold, with no look at its denormalised columns."""
     raw = row["content_parts"]

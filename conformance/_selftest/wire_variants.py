@@ -30,12 +30,15 @@ class WireVariant(ReferenceImplementation):
         self._offsets: dict[str, int] = {}
 
         async def edited(method: str, params: dict[str, Any]) -> Any:
+            handle = str(params.get("handle"))
             if method == "host.emit" and isinstance(params.get("event"), dict):
-                handle = str(params.get("handle"))
                 event = self.event(handle, copy.deepcopy(params["event"]))
                 self._seen_events[handle] = self._seen_events.get(handle, 0) + 1
                 params = {**params, "event": event}
-            return await callback(method, params)
+            edited_params = self.outgoing(handle, method, copy.deepcopy(params))
+            if edited_params is None:
+                return {}  # this variant skips the callback and acts as if the kit had acknowledged it
+            return await callback(method, edited_params)
 
         super().__init__(edited, **options)
 
@@ -43,8 +46,16 @@ class WireVariant(ReferenceImplementation):
         if method == "session.resume":
             handle = str(params.get("handle"))
             self._offsets[handle] = self._seen_events.get(handle, 0)
-        result = await super().handle(method, params)
+        result = await self.operation(method, params)
         return self.result(method, params, copy.deepcopy(result))
+
+    async def operation(self, method: str, params: dict[str, Any]) -> Any:
+        """Serve one operation (the reference's answer, unless a variant changes it)."""
+        return await super().handle(method, params)
+
+    def outgoing(self, handle: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """A callback's params as this variant sends them; None skips the callback."""
+        return params
 
     def event(self, handle: str, event: dict[str, Any]) -> dict[str, Any]:
         """The event as this variant delivers it."""

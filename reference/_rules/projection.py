@@ -19,7 +19,9 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
 
 from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart, ToolDef
 from relavium_reference._model.shapes import MemoryPolicySpec
@@ -102,6 +104,9 @@ def project_history(
     return [*summary_messages(summary), *working_messages(select_exchanges(exchanges, memory))]
 
 
+_MESSAGES: TypeAdapter[list[LlmMessage]] = TypeAdapter(list[LlmMessage])
+
+
 @dataclass(frozen=True)
 class ProjectedRequest:
     """The owned parts of one request: the authored system prompt and the folded messages."""
@@ -124,11 +129,27 @@ def project_request(
     ``history`` comes from :func:`project_history`.  ``rounds`` are deep-copied so that nothing a
     provider does to the request can reach the turn's own record.
     """
-    messages = [text_message(m.role, m.text) for m in history]
-    messages.append(text_message("user", pending_user))
-    messages.extend(LlmMessage.model_validate(copy.deepcopy(m.model_dump())) for m in rounds)
+    # Built as plain data, folded on the way, then validated once into new models: the texts are
+    # already checked, and one validation pass is far cheaper than a model per message and per fold.
+    data: list[dict[str, Any]] = []
+    role: str | None = None
+    content: list[dict[str, Any]] = []
+    for item in (*history, HistoryMessage("user", pending_user)):
+        if item.role == role:
+            content.append({"type": "text", "text": item.text})
+        else:
+            role, content = item.role, [{"type": "text", "text": item.text}]
+            data.append({"role": role, "content": content})
+    for message in rounds:
+        dumped = copy.deepcopy(message.model_dump())
+        if dumped["role"] == role:
+            content.extend(dumped["content"])
+        else:
+            role, content = dumped["role"], dumped["content"]
+            data.append(dumped)
+    messages = _MESSAGES.validate_python(data)
     owned_tools = [ToolDef.model_validate(copy.deepcopy(t.model_dump())) for t in tools] if tools else None
-    return ProjectedRequest(system=system, messages=fold_same_role(messages), tools=owned_tools)
+    return ProjectedRequest(system=system, messages=messages, tools=owned_tools)
 
 
 _MESSAGE_OVERHEAD = 8

@@ -37,8 +37,9 @@ from ruamel.yaml.events import (
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._rules.yaml_fast import fast_dump
 
-__all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "utf16_key"]
+__all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "ruamel_dump", "utf16_key"]
 
 #: The deepest nesting of mappings and sequences accepted either way (KD-EXP-6). An export is about ten
 #: levels deep; the bound keeps the recursive YAML composer and the checks below far from Python's limit.
@@ -118,6 +119,14 @@ def _sorted(value: Any) -> Any:
 def dump_yaml(data: Any) -> str:
     """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
     ensure_json_data(data)
+    fast = fast_dump(data)  # the same text, written directly when the data allows (see yaml_fast)
+    if fast is not None:
+        return fast
+    return ruamel_dump(data)
+
+
+def ruamel_dump(data: Any) -> str:
+    """The canonical text through the ruamel.yaml emitter alone (the definition ``fast_dump`` matches)."""
     stream = io.StringIO()
     _yaml().dump(_sorted(data), stream)
     return stream.getvalue()

@@ -38,7 +38,7 @@ def test_run_adds_a_ports_own_cases(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"AS-LIFE-020": "AS-TEST-001"}, "unknown clause ids AS-TEST-001"),
+        ({"AS-LIFE-020": "AS-TEST-999"}, "unknown clause ids AS-TEST-999"),
         ({"id: mine/": "id: other/"}, "must match its path"),
         ({"steps:": "stepz:"}, "required field missing"),
     ],

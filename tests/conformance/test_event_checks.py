@@ -111,3 +111,22 @@ def test_a_failure_resting_on_a_kit_choice_is_counted_apart() -> None:
     # the case's own clauses are not failed by a generic check
     own = {c.id: c for c in run.clauses if c.id in ("AS-LIFE-007", "AS-LIFE-047")}
     assert {c.status.value for c in own.values()} == {"passed"}
+
+
+def test_unknown_field_inside_an_optional_object_is_a_warning_too() -> None:
+    completed: dict[str, Any] = {
+        "type": "session:turn_completed",
+        "sessionId": "s-1",
+        "sequenceNumber": 4,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "stopReason": "stop",
+        "tokensUsed": {"input": 1, "output": 1},
+        "toolHistory": [{"toolCallId": "c-1", "name": "echo", "isError": False, "durationMs": 3}],
+    }
+    failures, warnings = check_event_shapes([completed])
+    assert failures == []
+    assert len(warnings) == 1
+    assert "durationMs" in warnings[0]
+    completed["toolHistory"][0]["isError"] = "no"
+    failures, _warnings = check_event_shapes([completed])
+    assert [f.path for f in failures] == ["events[0].toolHistory"]

@@ -15,7 +15,8 @@ from jsonschema import Draft202012Validator
 from relavium_conformance import schemas_dir
 from relavium_reference import InvalidInputError
 from relavium_reference._model.workflow import document_to_data, parse_workflow_data, render_schema
-from relavium_reference._rules.workflow_yaml import dump_yaml, load_yaml
+from relavium_reference._rules.workflow_yaml import dump_yaml, load_yaml, ruamel_dump
+from relavium_reference._rules.yaml_fast import fast_dump
 from relavium_reference.export import parse_workflow, serialize_workflow
 
 # Strings a plain scalar would turn into something else, or that YAML treats specially.
@@ -334,3 +335,42 @@ def test_schema_is_valid_2020_12_and_agrees_with_the_parser_on_samples() -> None
         ("workflow.edges.0.label", "x"),
     ]:
         assert not validator.is_valid(_with(path, value)), path
+
+
+# The fast emitter must write exactly what the ruamel.yaml emitter writes, whenever it writes at all.
+FAST_SCALAR = st.none() | st.booleans() | st.integers() | STRING
+FAST_DATA = st.dictionaries(
+    STRING,
+    st.recursive(
+        FAST_SCALAR,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(STRING, inner, max_size=4),
+        max_leaves=25,
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@pytest.mark.clauses("AS-EXP-046")
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(FAST_DATA)
+def test_the_fast_emitter_writes_the_ruamel_bytes_or_nothing(data: dict[str, Any]) -> None:
+    fast = fast_dump(data)
+    if fast is not None:
+        assert fast == ruamel_dump(data)
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_the_fast_emitter_matches_ruamel_on_each_nasty_string(value: str) -> None:
+    for data in ({"k": value}, {"k": [value, {"x": value}]}, {value or "v": [[value], []]}):
+        fast = fast_dump(data)
+        if fast is not None:
+            assert fast == ruamel_dump(data)
+
+
+def test_the_fast_emitter_takes_ordinary_export_text() -> None:
+    """The fast path is not vacuous: ordinary chat text, ids and timestamps go through it."""
+    data = {"t": "It's 3 o'clock: time", "u": "2026-01-01T00:00:00.000Z", "v": ["plain words", 7, None]}
+    fast = fast_dump(data)
+    assert fast is not None
+    assert fast == ruamel_dump(data)

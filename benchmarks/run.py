@@ -1,0 +1,607 @@
+"""Every performance ratio of the kit and the reference engine, measured side by side in one run.
+
+Run with ``python benchmarks/run.py [--json FILE] [--quick] [--rounds N]``.  Each figure is measured
+next to its physical floor on the same machine, in alternating rounds (round 1 of every measure, then
+round 2 of every measure, ...); the report gives the median of each and their ratio, because absolute
+times on a shared machine mean little.  The floors:
+
+* durable turns/s: raw SQLite commits of the same rows (WAL, ``synchronous=FULL``, ``BEGIN IMMEDIATE``,
+  the same schema and indexes, one transaction per turn);
+* per-turn engine cost: the cost at turn 10 (the cost at 100 and 1000 is reported against it);
+* export: a bare ``json.dumps`` of the same export document;
+* load / reconstruct: a bare ``SELECT`` of the same rows plus ``json.loads`` of their content;
+* start-up (``run --list``): ``python -c "import relavium_conformance, relavium_reference"``;
+* stdio transport: the same corpus in-process (whole run and mean per case);
+* ``-j 2``: ``-j 1`` over stdio (reported only when the CLI has ``-j``);
+* selftest: one ``run``.
+
+Not a test: nothing here asserts a time.  Exit status 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from relavium_conformance import load_cases, resolve_adapter, run_cases_sync
+from relavium_reference import (
+    AgentSession,
+    AgentSnapshot,
+    SessionContext,
+    SessionDeps,
+    SessionStore,
+    SqlitePersister,
+)
+from relavium_reference._model.llm import LlmRequest, StopChunk, StreamChunk, TextDelta, Usage
+from relavium_reference._model.messages import AgentSessionRecord, parse_session_message
+from relavium_reference._model.vocabulary import StopReason
+from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.export_mapping import session_to_workflow
+from relavium_reference._rules.resume import (
+    ResumeMessage,
+    SessionResumeState,
+    TurnSpan,
+    reconstruct_session_state,
+)
+from relavium_reference._rules.store_rows import message_row
+from relavium_reference._rules.workflow_yaml import dump_yaml
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "relavium-conformance") if (BIN / "relavium-conformance").exists() else None
+
+
+# -- the world the engine runs in ------------------------------------------------------------------
+
+
+class BareProvider:
+    """A provider that costs next to nothing: one text chunk and a stop per invocation, no recording."""
+
+    def __init__(self, reply: str) -> None:
+        self._chunks: tuple[StreamChunk, ...] = (
+            TextDelta(text=reply),
+            StopChunk(stop_reason=StopReason.STOP, usage=Usage(input_tokens=10, output_tokens=5)),
+        )
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        return self._play()
+
+    async def _play(self) -> AsyncIterator[StreamChunk]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def _ignore(_event: Any) -> None:
+    return None
+
+
+AGENT = AgentSnapshot(id="bench-agent", model="bench-model", provider="openai", system_prompt="Be brief.")
+CONTEXT = SessionContext(working_dir=".")
+USER_TEXT = "Please tell me about item {i}: what it is, where it came from, and why it matters to us."
+REPLY_TEXT = (
+    "Item {i} is an ordinary thing with a long history; it came from somewhere far away and it matters "
+    "because people rely on it every day, often without noticing that they do."
+)
+
+
+def _deps(persister: SqlitePersister | None = None) -> SessionDeps:
+    provider = BareProvider(REPLY_TEXT.format(i=0))
+    return SessionDeps(
+        resolve_provider=lambda _p, _m: provider, emit=_ignore, max_turns=1_000_000, persister=persister
+    )
+
+
+# -- measures ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figure:
+    """One reported ratio: a measured value over its floor, with what each side is."""
+
+    goal: str
+    name: str
+    value_label: str
+    floor_label: str
+    unit: str
+    target: str
+    met: Callable[[float], bool] | None = None
+    values: list[float] = field(default_factory=list)
+    floors: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        value = statistics.median(self.values) if self.values else None
+        floor = statistics.median(self.floors) if self.floors else None
+        ratio = value / floor if value is not None and floor else None
+        return {
+            "goal": self.goal,
+            "name": self.name,
+            "value": value,
+            "value_is": self.value_label,
+            "floor": floor,
+            "floor_is": self.floor_label,
+            "unit": self.unit,
+            "ratio": ratio,
+            "target": self.target,
+            "met": (self.met(ratio) if ratio is not None and self.met else None),
+            "rounds": len(self.values),
+        }
+
+
+async def _durable_turns(directory: Path, turns: int) -> tuple[float, Path]:
+    store = SessionStore.open(directory / "history.db")
+    try:
+        session = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(store)))
+        await session.start()
+        started = time.perf_counter()
+        for i in range(turns):
+            await session.send_message(USER_TEXT.format(i=i))
+        elapsed = time.perf_counter() - started
+    finally:
+        store.close()
+    return turns / elapsed, directory / "history.db"
+
+
+def _raw_commits(source: Path, directory: Path) -> float:
+    """Commit the engine's own rows again, bare: one ``BEGIN IMMEDIATE`` transaction per turn."""
+    SessionStore.open(directory / "raw.db").close()  # the same schema, indexes and triggers
+    src = sqlite3.connect(source)
+    session_row = src.execute("SELECT * FROM agent_sessions").fetchone()
+    session_names = [d[0] for d in src.execute("SELECT * FROM agent_sessions").description]
+    cursor = src.execute("SELECT * FROM session_messages ORDER BY sequence_number")
+    names = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    src.close()
+    db = sqlite3.connect(directory / "raw.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = FULL")
+    db.execute("PRAGMA foreign_keys = ON")
+    db.execute(
+        f"INSERT INTO agent_sessions ({', '.join(session_names)}) "
+        f"VALUES ({', '.join('?' * len(session_names))})",
+        session_row,
+    )
+    insert = f"INSERT INTO session_messages ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    sid = session_row[0]
+    pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
+    started = time.perf_counter()
+    for pair in pairs:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(insert, pair)
+        db.execute(
+            "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + 1 WHERE id = ?", (sid,)
+        )
+        db.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    db.close()
+    return len(pairs) / elapsed
+
+
+async def _turns_in_memory(turns: int) -> float:
+    session = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps())
+    await session.start()
+    started = time.perf_counter()
+    for i in range(turns):
+        await session.send_message(USER_TEXT.format(i=i))
+    return turns / (time.perf_counter() - started)
+
+
+def _resume_state(exchanges: int) -> SessionResumeState:
+    messages: list[ResumeMessage] = []
+    for i in range(exchanges):
+        messages.append(ResumeMessage(role="user", text=USER_TEXT.format(i=i)))
+        messages.append(ResumeMessage(role="assistant", text=REPLY_TEXT.format(i=i)))
+    return SessionResumeState(
+        messages=tuple(messages),
+        completed_turn_spans=tuple(TurnSpan(start=2 * i, end=2 * i + 2) for i in range(exchanges)),
+        turn_count=exchanges,
+        cumulative_cost_microcents=0,
+    )
+
+
+async def _cost_at_turn(turn: int, samples: int = 7) -> float:
+    """Median seconds of one turn when ``turn - 1`` completed turns are behind it."""
+    session = AgentSession.resume(
+        agent=AGENT, context=CONTEXT, deps=_deps(), state=_resume_state(turn - 1), session_id="bench"
+    )
+    timings = []
+    for i in range(samples):
+        started = time.perf_counter()
+        await session.send_message(USER_TEXT.format(i=i))
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
+
+
+def _big_store(directory: Path, messages: int) -> tuple[SessionStore, str]:
+    """A ``history.db`` holding one session of ``messages`` rows (completed user/assistant turns)."""
+    store = SessionStore.open(directory / f"big-{messages}.db")
+    sid = f"bench-{messages}"
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    stamp = created.isoformat().replace("+00:00", "Z")
+    store.create_session(
+        AgentSessionRecord.model_validate(
+            {
+                "id": sid,
+                "agentSlug": "bench-agent",
+                "agentSnapshot": AGENT.to_wire(),
+                "context": CONTEXT.to_wire(),
+                "status": "active",
+                "title": "A long benchmark session",
+                "totalInputTokens": 0,
+                "totalOutputTokens": 0,
+                "totalCostMicrocents": 0,
+                "createdAt": stamp,
+                "updatedAt": stamp,
+            }
+        )
+    )
+    rows = []
+    for seq in range(messages):
+        user = seq % 2 == 0
+        text = (USER_TEXT if user else REPLY_TEXT).format(i=seq // 2)
+        at = (created + timedelta(milliseconds=seq)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        message = parse_session_message(
+            {
+                "id": str(uuid.UUID(int=seq)),
+                "sessionId": sid,
+                "sequenceNumber": seq,
+                "role": "user" if user else "assistant",
+                "content": [{"type": "text", "text": text}],
+                **({} if user else {"modelId": "bench-model"}),
+                "timestamp": at,
+            }
+        )
+        rows.append(message_row(message, None if user else "stop"))
+    db = sqlite3.connect(directory / f"big-{messages}.db", isolation_level=None)
+    names = list(rows[0])
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany(
+        f"INSERT INTO session_messages ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})",
+        rows,
+    )
+    db.execute("COMMIT")
+    db.close()
+    return store, sid
+
+
+def _bare_select(path: Path, sid: str) -> float:
+    started = time.perf_counter()
+    db = sqlite3.connect(path)
+    rows = db.execute(
+        "SELECT content_parts FROM session_messages WHERE session_id = ? ORDER BY sequence_number", (sid,)
+    ).fetchall()
+    parsed = [json.loads(row[0]) for row in rows]
+    db.close()
+    elapsed = time.perf_counter() - started
+    assert parsed
+    return elapsed
+
+
+def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = function(*args)
+    return time.perf_counter() - started, value
+
+
+def _timed_process(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def _cli(*args: str) -> list[str]:
+    return [CLI, *args] if CLI else [sys.executable, "-m", "relavium_conformance", *args]
+
+
+def _corpus_run(adapter: str) -> tuple[float, float, int]:
+    cases = load_cases()
+    started = time.perf_counter()
+    outcome = run_cases_sync(resolve_adapter(adapter), cases, snapshots=False)
+    elapsed = time.perf_counter() - started
+    durations = [case.duration_ms for case in outcome.run.cases]
+    return elapsed, statistics.mean(durations) / 1000, len(durations)
+
+
+def _has_jobs_option() -> bool:
+    completed = subprocess.run(_cli("run", "--help"), capture_output=True, text=True, check=False)
+    return re.search(r"(^|[\s\[])-j[\s,\]]", completed.stdout) is not None
+
+
+# -- the run -----------------------------------------------------------------------------------------
+
+
+def _ratio_at_most(limit: float) -> Callable[[float], bool]:
+    return lambda ratio: ratio <= limit
+
+
+def _ratio_at_least(limit: float) -> Callable[[float], bool]:
+    return lambda ratio: ratio >= limit
+
+
+def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
+    export_sizes = (1_000, 10_000) if quick else (1_000, 10_000, 100_000)
+    load_size = 10_000 if quick else 100_000
+    f: dict[str, Figure] = {
+        "durable": Figure(
+            "1",
+            "durable turns/s",
+            "engine turns/s into history.db",
+            "raw commits/s of the same rows",
+            "turns/s",
+            "ratio >= 0.5",
+            _ratio_at_least(0.5),
+        ),
+        "in_memory": Figure(
+            "1",
+            "turns/s without persistence",
+            "engine turns/s, no persister",
+            "durable engine turns/s",
+            "turns/s",
+            "(context)",
+        ),
+    }
+    for turn in (100, 1000):
+        f[f"turn_{turn}"] = Figure(
+            "2",
+            f"per-turn cost at turn {turn}",
+            f"ms per turn at turn {turn}",
+            "ms per turn at turn 10",
+            "ms",
+            "turn 1000 ratio <= 5" if turn == 1000 else "(context)",
+            _ratio_at_most(5.0) if turn == 1000 else None,
+        )
+    for size in export_sizes:
+        f[f"export_{size}"] = Figure(
+            "3",
+            f"export of {size:,} messages",
+            "session_to_workflow + dump_yaml (s)",
+            "json.dumps of the same document (s)",
+            "s",
+            "100k ratio <= 5" if size == 100_000 else "(context)",
+            _ratio_at_most(5.0) if size == 100_000 else None,
+        )
+    f["load"] = Figure(
+        "3",
+        f"load {load_size:,} messages",
+        "SessionStore.load_full (s)",
+        "bare SELECT + json.loads (s)",
+        "s",
+        "ratio <= 3",
+        _ratio_at_most(3.0),
+    )
+    f["reconstruct"] = Figure(
+        "3",
+        f"reconstruct {load_size:,} messages",
+        "reconstruct_session_state (s)",
+        "bare SELECT + json.loads (s)",
+        "s",
+        "ratio <= 3",
+        _ratio_at_most(3.0),
+    )
+    f["startup"] = Figure(
+        "4",
+        "start-up: run --list",
+        "relavium-conformance run --list (s)",
+        'python -c "import relavium_conformance, relavium_reference" (s)',
+        "s",
+        "ratio <= 1.5",
+        _ratio_at_most(1.5),
+    )
+    f["stdio_run"] = Figure(
+        "5",
+        "whole run over stdio",
+        "run, reference-stdio (s)",
+        "run, reference in-process (s)",
+        "s",
+        "ratio <= 1.3",
+        _ratio_at_most(1.3),
+    )
+    f["stdio_case"] = Figure(
+        "5",
+        "per case over stdio",
+        "mean case, reference-stdio (ms)",
+        "mean case, in-process (ms)",
+        "ms",
+        "ratio <= 1.5",
+        _ratio_at_most(1.5),
+    )
+    if jobs:
+        f["jobs"] = Figure(
+            "6",
+            "run -j 2 over stdio (speed-up)",
+            "run -j 1 over stdio (s)",
+            "run -j 2 over stdio (s)",
+            "x",
+            "ratio >= 1.7",
+            _ratio_at_least(1.7),
+        )
+    if not quick:
+        f["selftest"] = Figure(
+            "7",
+            "selftest vs one run",
+            "relavium-conformance selftest (s)",
+            "relavium-conformance run (s)",
+            "s",
+            "(context)",
+        )
+        f["total"] = Figure(
+            "7",
+            "run + selftest (in-process)",
+            "run + selftest (s)",
+            "20 s budget",
+            "s",
+            "ratio <= 1",
+            _ratio_at_most(1.0),
+        )
+    return f
+
+
+def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str], None]) -> None:
+    turns = 60 if quick else 300
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        directory = Path(scratch)
+        say("durable turns")
+        durable, db_path = asyncio.run(_durable_turns(directory, turns))
+        raw = _raw_commits(db_path, directory)
+        f["durable"].values.append(durable)
+        f["durable"].floors.append(raw)
+        in_memory = asyncio.run(_turns_in_memory(turns))
+        f["in_memory"].values.append(in_memory)
+        f["in_memory"].floors.append(durable)
+
+    say("per-turn cost")
+    base = asyncio.run(_cost_at_turn(10))
+    for turn in (100, 1000):
+        f[f"turn_{turn}"].values.append(asyncio.run(_cost_at_turn(turn)) * 1000)
+        f[f"turn_{turn}"].floors.append(base * 1000)
+
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        directory = Path(scratch)
+        sizes = sorted(int(key.split("_")[1]) for key in f if key.startswith("export_"))
+        load_size = 10_000 if quick else 100_000
+        for size in sorted({*sizes, load_size}):
+            say(f"store of {size:,} messages")
+            store, sid = _big_store(directory, size)
+            try:
+                load_time, (record, messages) = _timed(store.load_full, sid)
+                if size == load_size:
+                    floor = _bare_select(directory / f"big-{size}.db", sid)
+                    f["load"].values.append(load_time)
+                    f["load"].floors.append(floor)
+                    rebuild, _state = _timed(reconstruct_session_state, record, messages)
+                    f["reconstruct"].values.append(rebuild)
+                    f["reconstruct"].floors.append(floor)
+                if size in sizes:
+                    say(f"export of {size:,} messages")
+                    export_time, text = _timed(_export, record, messages)
+                    data = document_to_data(session_to_workflow(record, messages))
+                    dumps_time, _ = _timed(json.dumps, data)
+                    f[f"export_{size}"].values.append(export_time)
+                    f[f"export_{size}"].floors.append(dumps_time)
+                    say(f"  {len(text) / 1e6:.1f} MB of YAML")
+            finally:
+                store.close()
+
+    say("start-up")
+    f["startup"].values.append(_timed_process(_cli("run", "--list")))
+    f["startup"].floors.append(
+        _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
+    )
+
+    say("transports")
+    in_process, per_case_in, _count = _corpus_run("reference")
+    over_stdio, per_case_stdio, _count = _corpus_run("reference-stdio")
+    f["stdio_run"].values.append(over_stdio)
+    f["stdio_run"].floors.append(in_process)
+    f["stdio_case"].values.append(per_case_stdio * 1000)
+    f["stdio_case"].floors.append(per_case_in * 1000)
+
+    if "jobs" in f:
+        say("-j 1 / -j 2")
+        f["jobs"].values.append(_timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "1")))
+        f["jobs"].floors.append(_timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "2")))
+
+    if "selftest" in f:
+        say("selftest")
+        run_time = _timed_process(_cli("run"))
+        selftest_time = _timed_process(_cli("selftest"))
+        f["selftest"].values.append(selftest_time)
+        f["selftest"].floors.append(run_time)
+        f["total"].values.append(run_time + selftest_time)
+        f["total"].floors.append(20.0)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'goal':4} {'measure':34} {'value':>10} {'floor':>10} {'ratio':>8}  {'target':16} met  floor is")
+    for row in rows:
+        met = {True: "yes", False: "NO", None: ""}[row["met"]]
+        print(
+            f"{row['goal']:4} {row['name']:34} {_fmt(row['value']):>10} {_fmt(row['floor']):>10} "
+            f"{_fmt(row['ratio']):>8}  {row['target']:16} {met:4} {row['floor_is']} [{row['unit']}]"
+        )
+
+
+def _export(record: Any, messages: Any) -> str:
+    return dump_yaml(document_to_data(session_to_workflow(record, messages)))
+
+
+def _progress(number: int) -> Callable[[str], None]:
+    return lambda text: print(f"[round {number}] {text}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON here")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one round, no selftest")
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (1 if args.quick else 3)
+    figures = build_figures(args.quick, _has_jobs_option())
+    work = Path(tempfile.mkdtemp(prefix="relavium-bench-"))
+    started = time.perf_counter()
+    try:
+        for number in range(1, rounds + 1):
+            one_round(figures, args.quick, work, _progress(number))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = [figure.summary() for figure in figures.values()]
+    if "jobs" not in figures:
+        rows.append(
+            {
+                "goal": "6",
+                "name": "run -j 2 over stdio (speed-up)",
+                "value": None,
+                "value_is": "not measured",
+                "floor": None,
+                "floor_is": "the CLI has no -j option",
+                "unit": "x",
+                "ratio": None,
+                "target": "ratio >= 1.7",
+                "met": None,
+                "rounds": 0,
+            }
+        )
+    print_table(rows)
+    report = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+        },
+        "rounds": rounds,
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - started, 1),
+        "figures": rows,
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""A fast emitter of the canonical workflow YAML, byte-identical to the ruamel.yaml form (KD-EXP-6).
+
+:func:`relavium_reference._rules.workflow_yaml.dump_yaml` defines the canonical text through the
+pure-Python ruamel.yaml emitter, which walks every character of every scalar in Python.  This module
+writes the same text directly for the data an export holds: mappings with sorted keys, sequences, ints,
+bools, nulls and strings made only of printable characters on one line.  For those, the emitter's
+choice of scalar style reduces to a few checks, made here with regular expressions and string methods:
+
+* plain, when no leading or trailing space, no leading indicator, no ``": "``, ``" #"`` or final ``:``,
+  no document marker, and the YAML resolver reads the text back as a string (so ``"1"``, ``"true"``,
+  ``"null"``, ``"2024-01-01"`` are quoted); the resolver's own table decides that last point;
+* otherwise single-quoted, or double-quoted when the text holds an apostrophe.
+
+Anything else (floats, multi-line or non-printable strings, empty or very long keys, an empty document)
+makes :func:`fast_dump` return ``None`` and the caller uses the ruamel.yaml emitter, so the output is the
+same text either way; ``tests/reference/test_workflow_yaml.py`` compares the two on generated data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml.resolver import VersionedResolver
+
+__all__ = ["fast_dump"]
+
+# One line of characters the emitter prints as they are (allow_unicode), with no line break, no tab and
+# no byte-order mark: the set where no scalar needs escapes beyond ``"`` and ``\\``.
+_PRINTABLE_LINE = re.compile(
+    "[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
+)
+_LEADING_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_MAX_KEY = 100  # well below the emitter's simple-key limit (128)
+
+
+class _Fallback(Exception):
+    """The data holds something this emitter does not write; the caller uses ruamel.yaml."""
+
+
+def _implicit_table() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    resolver = VersionedResolver()
+    table: dict[Any, Any] = resolver.versioned_resolver
+    if None in table:
+        raise RuntimeError("unexpected catch-all implicit resolver")  # the fast path would be wrong
+    return {key: list(value) for key, value in table.items()}
+
+
+_IMPLICIT = _implicit_table()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _reads_as_string(text: str) -> bool:
+    for tag, pattern in _IMPLICIT.get(text[0], ()):
+        if pattern.match(text):
+            return str(tag) == _STR_TAG
+    return True
+
+
+def _plain_allowed(text: str) -> bool:
+    first = text[0]
+    if first == " " or text[-1] == " " or first in _LEADING_INDICATORS:
+        return False
+    if first in "?:-" and (len(text) == 1 or text[1] == " "):
+        return False
+    if text.startswith(("---", "...")) or text.endswith(":"):
+        return False
+    return ": " not in text and " #" not in text and _reads_as_string(text)
+
+
+def _string(text: str) -> str:
+    if not text:
+        return "''"
+    if not _PRINTABLE_LINE.fullmatch(text):
+        raise _Fallback
+    if _plain_allowed(text):
+        return text
+    if "'" in text:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "'" + text + "'"
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict):
+        return "{}"  # only ever called for empty collections
+    if isinstance(value, list):
+        return "[]"
+    raise _Fallback  # floats and anything else: the ruamel.yaml emitter decides
+
+
+def _key(key: str) -> str:
+    if not key or len(key) > _MAX_KEY:
+        raise _Fallback
+    return _string(key)
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _mapping(data: dict[str, Any], indent: int, first: str, out: list[str]) -> None:
+    prefix = first
+    pad = " " * indent
+    for key in sorted(data, key=_utf16):
+        value = data[key]
+        if isinstance(value, dict) and value:
+            out.append(f"{prefix}{_key(key)}:\n")
+            _mapping(value, indent + 2, " " * (indent + 2), out)
+        elif isinstance(value, list) and value:
+            out.append(f"{prefix}{_key(key)}:\n")
+            _sequence(value, indent + 2, " " * (indent + 2), out)
+        else:
+            out.append(f"{prefix}{_key(key)}: {_scalar(value)}\n")
+        prefix = pad
+
+
+def _sequence(items: list[Any], dash: int, first: str, out: list[str]) -> None:
+    prefix = first
+    pad = " " * dash
+    for item in items:
+        if isinstance(item, dict) and item:
+            _mapping(item, dash + 2, prefix + "- ", out)
+        elif isinstance(item, list) and item:
+            _sequence(item, dash + 4, prefix + "-   ", out)
+        else:
+            out.append(f"{prefix}- {_scalar(item)}\n")
+        prefix = pad
+
+
+def fast_dump(data: Any) -> str | None:
+    """The canonical YAML text of JSON-shaped ``data``, or ``None`` when ruamel.yaml must write it."""
+    if not isinstance(data, dict) or not data:
+        return None
+    out: list[str] = []
+    try:
+        _mapping(data, 0, "", out)
+    except _Fallback:
+        return None
+    return "".join(out)
