@@ -66,4 +66,6 @@ def run_store_profile(args: argparse.Namespace) -> int:
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
+    if validator is not None:
+        print(f"protocol: {validator.checked} messages validated")
     return int(exit_code(run))
