@@ -50,6 +50,21 @@ _IMPLICIT = _implicit_table()
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
+# Plain scalars a YAML 1.1 resolver reads as a boolean, null, number or timestamp: always quoted.
+YAML11_LOOKALIKE = re.compile(
+    r"""^(?:
+        y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+      | ~|null|Null|NULL
+      | [-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+      | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+      | [-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)? | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?
+    )$""",
+    re.X,
+)
+
+
 def _reads_as_string(text: str) -> bool:
     for tag, pattern in _IMPLICIT.get(text[0], ()):
         if pattern.match(text):
@@ -65,6 +80,8 @@ def _plain_allowed(text: str) -> bool:
         return False
     if text.startswith(("---", "...")) or text.endswith(":"):
         return False
+    if YAML11_LOOKALIKE.match(text):
+        return False  # a YAML 1.1 reader would take it for a boolean, a number or a date (KD-EXP-6)
     return ": " not in text and " #" not in text and _reads_as_string(text)
 
 
