@@ -2,6 +2,8 @@
 
 * ``reference``: the reference engine, in-process;
 * ``reference-stdio``: the reference engine as a subprocess, through the stdio protocol;
+* ``reference-ttl``, ``reference-ttl-stdio``: the same with the in-memory TTL session store beside the
+  engine instead of the durable SQLite store (both reference adapters serve both profiles);
 * ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
 * ``broken:NAME``: one of the kit's deliberately broken implementations (``selftest`` lists them),
   in-process: to see what a failure looks like, or to prove a check bites;
@@ -46,8 +48,9 @@ __all__ = [
 ]
 
 ADAPTER_NAMES_HELP = (
-    "reference (in-process), reference-stdio, stdio:COMMAND (any program), python:MODULE:FACTORY "
-    "(a Python port, in-process) or broken:NAME (a broken engine of the selftest); ALIAS=NAME names it"
+    "reference (in-process), reference-stdio, reference-ttl[-stdio] (the TTL session store), "
+    "stdio:COMMAND (any program), python:MODULE:FACTORY (a Python port, in-process) or broken:NAME "
+    "(a broken engine of the selftest); ALIAS=NAME names it"
 )
 
 _ALIAS = re.compile(r"^(?P<alias>[A-Za-z0-9_.-]+)=(?P<name>.+)$")
@@ -67,7 +70,7 @@ def adapter_alias(name: str) -> str:
     alias, bare = split_alias(name)
     if alias is not None:
         return alias
-    if bare in ("reference", "reference-stdio"):
+    if bare in ("reference", "reference-stdio", "reference-ttl", "reference-ttl-stdio"):
         return bare
     python = _PYTHON.match(bare)
     if python is not None:
@@ -84,14 +87,22 @@ def adapter_alias(name: str) -> str:
     return bare
 
 
-def reference_stdio_command() -> list[str]:
-    return [sys.executable, "-m", "relavium_conformance", "stdio-server"]
+def reference_stdio_command(store: str = "sqlite") -> list[str]:
+    return [sys.executable, "-m", "relavium_conformance", "stdio-server", "--store", store]
 
 
 def _reference_factory(callback: Callback) -> InProcessImplementation:
-    from relavium_conformance._reference.impl import ReferenceImplementation
+    """The engine beside the durable SQLite store: one implementation serving both profiles."""
+    from relavium_conformance._reference.store_impl import both_profiles_factory
 
-    return ReferenceImplementation(callback)
+    return both_profiles_factory("sqlite")(callback)
+
+
+def _reference_ttl_factory(callback: Callback) -> InProcessImplementation:
+    """The engine beside the in-memory TTL store."""
+    from relavium_conformance._reference.store_impl import both_profiles_factory
+
+    return both_profiles_factory("ttl")(callback)
 
 
 def python_factory(spec: str) -> Callable[[Callback], InProcessImplementation]:
@@ -127,6 +138,11 @@ def resolve_adapter(
         return InProcessAdapter(label, _reference_factory)
     if bare == "reference-stdio":
         return StdioAdapter(label, reference_stdio_command(), validate=validate, request_timeout=timeout)
+    if bare == "reference-ttl":
+        return InProcessAdapter(label, _reference_ttl_factory)
+    if bare == "reference-ttl-stdio":
+        command = reference_stdio_command("ttl")
+        return StdioAdapter(label, command, validate=validate, request_timeout=timeout)
     if bare.startswith("stdio:") and bare[len("stdio:") :].strip():
         return StdioAdapter(label, bare[len("stdio:") :], validate=validate, request_timeout=timeout)
     if bare.startswith("python:"):

@@ -104,6 +104,12 @@ def register(subparsers: Any) -> None:
         "its cases caught (proven_by in the JSON results)",
     )
     parser.add_argument(
+        "--profile",
+        choices=("agent-session", "session-store"),
+        default="agent-session",
+        help="which contract to judge: the agent session spec (default) or the session-store contract",
+    )
+    parser.add_argument(
         "--require-capability",
         action="append",
         default=[],
@@ -165,6 +171,10 @@ def _run(args: argparse.Namespace) -> int:
     if problems:
         error_line("run", "; ".join(problems))
         return int(ExitCode.USAGE)
+    if args.profile == "session-store":
+        from relavium_conformance._cli.store_profile import run_store_profile
+
+        return run_store_profile(args)
     all_cases = gather_cases(args.cases)
     cases = exclude_cases(_select(args, all_cases), args.exclude)
     if args.list:

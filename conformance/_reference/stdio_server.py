@@ -93,7 +93,9 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 
 def _main(args: argparse.Namespace) -> int:
-    factory: Any = ReferenceImplementation
+    from relavium_conformance._reference.store_impl import both_profiles_factory
+
+    factory: Any = both_profiles_factory(args.store)
     if args.capabilities is not None:
         declared = tuple(name for name in args.capabilities.split(",") if name)
 
@@ -119,6 +121,13 @@ def register(subparsers: Any) -> None:
         type=Path,
         metavar="FILE",
         help="misbehave only while FILE does not exist (it is created first), so a restarted server behaves",
+    )
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "ttl"),
+        default="sqlite",
+        help="the session store served beside the engine (session-store profile): the durable SQLite "
+        "store (default) or the in-memory TTL store",
     )
     parser.add_argument(
         "--capabilities",

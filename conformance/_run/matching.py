@@ -9,8 +9,8 @@ Matching rules (expected on the left, what the implementation did on the right):
 * operators, as one-key mappings: ``{$absent: true}`` (the key must not be there),
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
   containing a matching item), ``{$not_contains: "s"}`` (``s`` appears nowhere in the value's JSON),
-  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$if_present: x}`` (an optional field: absent
-  is fine, present must match ``x``).
+  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string matching it
+  whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``).
 
 Normalising replaces ids and timestamps by placeholders so that snapshots compare; the envelope
 checks (``check_envelope``) verify what the placeholders hide: format, uniqueness and order.
@@ -123,6 +123,12 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
         return [] if actual is ABSENT else match(argument, actual, path)
     if actual is ABSENT:
         return fail("missing")
+    if name == "$matches":
+        return (
+            []
+            if isinstance(actual, str) and re.fullmatch(argument, actual)
+            else fail(f"must match {argument}")
+        )
     if name == "$any":
         return []
     if name == "$contains":

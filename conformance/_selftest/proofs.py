@@ -257,6 +257,9 @@ async def run_selftest(
         if on_progress:
             word = "accepted" if accepted.accepted else "REFUSED"
             on_progress(f"{word}  compliant alternative {alternative.name}: {accepted.explanation}")
+    from relavium_conformance._selftest.store_proofs import run_store_selftest
+
+    report.broken.extend((await run_store_selftest(timeout=timeout, on_progress=on_progress)).broken)
     if include_misbehaviours:
         sending = [
             c

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from relavium_conformance._wire import messages as m
+from relavium_conformance._wire import store_messages as sm
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.model import SCHEMA_DIALECT, SCHEMA_ID_BASE
 
@@ -47,6 +48,7 @@ __all__ = [
 SESSION_STATE_ERROR = -32001  # data: {"kind": "session_state", "code": "<SessionStateError code>"}
 INVALID_INPUT = -32002  # data: {"kind": "invalid_input", "message": "<fixed message>"}
 UNSUPPORTED_OPERATION = -32003  # data: {"kind": "unsupported"}
+SESSION_ERROR = -32004  # data: {"kind": "session_error", "code": "<SessionError code>"} (store profile)
 
 Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """How an implementation calls the kit: ``await callback(method, params) -> result``."""
@@ -256,6 +258,56 @@ METHODS: tuple[Method, ...] = (
         "export",
         "read the host's persisted transcript",
     ),
+    # --- the session-store profile (``_store/``): a store never calls back -------------------------
+    _op("store.open", sm.StoreOpen, sm.StoreEmpty, "session-store", "open the store over the kit's location"),
+    _op("store.setClock", sm.StoreSetClock, sm.StoreEmpty, "store:clock", "move the store's clock"),
+    _op("store.acquire", sm.StoreAcquire, sm.Acquired, "session-store", "get or create a session"),
+    _op("store.touch", sm.StoreSessionId, sm.StoreEmpty, "session-store", "mark a session active"),
+    _op(
+        "store.release", sm.StoreSessionId, sm.StoreEmpty, "session-store", "drop a session from the live set"
+    ),
+    _op("store.forget", sm.StoreSessionId, sm.StoreEmpty, "store:forget", "drop the cached view only"),
+    _op("store.pin", sm.StoreSessionId, sm.StoreEmpty, "store:pin", "protect from idle eviction"),
+    _op("store.unpin", sm.StoreSessionId, sm.StoreEmpty, "store:pin", "end the protection"),
+    _op("store.noteTaskRun", sm.StoreNoteTaskRun, sm.StoreEmpty, "store:noteTaskRun", "record a started run"),
+    _op("store.list", sm.StoreEmpty, sm.StoreSessions, "store:list", "summaries, newest first"),
+    _op("store.listPlaced", sm.StoreListPlaced, sm.StoreRows, "store:listPlaced", "the placed partition"),
+    _op("store.fork", sm.StoreFork, sm.StoreForked, "store:fork", "copy a session's committed history"),
+    _op("store.ownerOf", sm.StoreSessionId, sm.StoreOwner, "store:ownership", "no row, anonymous or owned"),
+    _op("store.register", sm.StoreRegister, sm.StoreEmpty, "store:ownership", "first-write-wins ownership"),
+    _op(
+        "store.incarnationOf",
+        sm.StoreSessionId,
+        sm.StoreIncarnation,
+        "store:incarnationOf",
+        "the row's incarnation",
+    ),
+    _op("store.size", sm.StoreEmpty, sm.StoreSize, "session-store", "how many live sessions"),
+    _op("store.dispose", sm.StoreEmpty, sm.StoreEmpty, "session-store", "release the store's resources"),
+    _op("store.entries", sm.StoreRef, sm.StoreEntries, "session-store", "a live session's committed path"),
+    _op("store.append", sm.StoreAppend, sm.StoreEmpty, "session-store", "append, or stage a turn in flight"),
+    _op("store.commit", sm.StoreRef, sm.StoreEmpty, "session-store", "commit the staged turn"),
+    _op(
+        "pure.boundedTail",
+        sm.StoreBoundedTail,
+        sm.StoreBoundedTailResult,
+        "session-store",
+        "the tail a stateless runner resumes from",
+    ),
+    _op(
+        "pure.hasConversationContent",
+        sm.StoreBranch,
+        sm.StoreVerdict,
+        "session-store",
+        "whether a branch holds conversation",
+    ),
+    _op(
+        "pure.isSessionConflict",
+        sm.StoreConflict,
+        sm.StoreVerdict,
+        "session-store",
+        "whether a value is a session conflict",
+    ),
 )
 
 OPERATIONS: dict[str, Method] = {row.name: row for row in METHODS if row.direction == "kit"}
@@ -290,6 +342,8 @@ def error_from_rpc(error: RpcError) -> OperationError:
         return OperationError("invalid_input", None, error.message)
     if error.code == UNSUPPORTED_OPERATION:
         return OperationError("unsupported", None, error.message)
+    if error.code == SESSION_ERROR:  # the session-store profile's refusal (_store/protocol.py)
+        return OperationError("session_error", str(data.get("code")), error.message)
     return OperationError("rpc_error", str(error.code), error.message)
 
 

@@ -1,0 +1,71 @@
+"""``relavium-conformance run --profile session-store``: the store cases against one implementation.
+
+The same options as the session profile (adapter, selection, reports, baseline, ``--with-proofs``);
+the adapter is resolved once per connection, since a store case may open several (and restart them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from relavium_conformance._connect import resolve_adapter
+from relavium_conformance._corpus.cases import select_cases
+from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._store.cases import load_store_cases
+from relavium_conformance._store.runner import run_store_cases
+from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.validation import ProtocolValidator
+
+__all__ = ["run_store_profile"]
+
+
+def run_store_profile(args: argparse.Namespace) -> int:
+    all_cases = load_store_cases()
+    cases = select_cases(all_cases, args.select)  # type: ignore[arg-type]
+    if args.list:
+        for case in cases:
+            print(f"{case.id}  [{', '.join(case.clauses)}]")
+        return 0
+    if not cases:
+        print("relavium-conformance: no case matches the selection", file=sys.stderr)
+        return int(ExitCode.NO_CASES)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    validator = ProtocolValidator() if args.validate_protocol else None
+
+    def factory() -> Adapter:
+        return resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
+
+    reporter = TerminalReporter(sys.stdout)
+    run, _hello = asyncio.run(
+        run_store_cases(
+            factory,
+            cases,  # type: ignore[arg-type]
+            timeout=args.timeout,
+            on_case_start=reporter.on_case_start,
+            on_case_end=reporter.on_case_end,
+        )
+    )
+    if args.with_proofs:
+        from relavium_conformance._selftest.store_proofs import run_store_selftest
+
+        run = run.with_proofs(asyncio.run(run_store_selftest()).proofs())
+    if baseline is not None:
+        run = run.with_baseline(
+            compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
+        )
+    if args.json:
+        write_json(run, args.json)
+    if args.junit:
+        write_junit(run, args.junit)
+    if args.markdown:
+        write_markdown(run, args.markdown)
+    if args.write_baseline:
+        write_baseline(run, args.write_baseline, previous=baseline)
+    reporter.summary(run)
+    if validator is not None:
+        print(f"protocol: {validator.checked} messages validated")
+    return int(exit_code(run))

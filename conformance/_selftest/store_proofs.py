@@ -1,0 +1,101 @@
+"""The session-store profile's selftest: every broken store is caught by the cases citing its rule.
+
+A broken store is **caught** when at least one store case citing one of its clauses fails or errors
+against it, while the reference store of the same kind passes every one of those cases.  The verdicts
+share ``BrokenVerdict`` with the session profile, so ``proofs()`` feeds ``proven_by`` the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from relavium_conformance._reference.store_impl import ReferenceStoreImplementation, StoreKind
+from relavium_conformance._report.results import CaseStatus, RunResult
+from relavium_conformance._selftest.broken_stores import BROKEN_STORES, BrokenStore
+from relavium_conformance._selftest.proofs import BrokenVerdict
+from relavium_conformance._store.cases import AnyStoreCase, load_store_cases
+from relavium_conformance._store.runner import run_store_cases
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter
+
+__all__ = ["StoreSelftestReport", "check_broken_store", "run_store_selftest"]
+
+
+@dataclass
+class StoreSelftestReport:
+    broken: list[BrokenVerdict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.caught for v in self.broken)
+
+    def proofs(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for verdict in self.broken:
+            if verdict.caught:
+                for clause in verdict.clauses:
+                    out.setdefault(clause, []).append(verdict.name)
+        return out
+
+
+def _factory(name: str, make: Callable[[], ReferenceStoreImplementation]) -> Callable[[], Adapter]:
+    def factory() -> Adapter:
+        return InProcessAdapter(name, lambda _callback: make())
+
+    return factory
+
+
+def _citing(cases: Sequence[AnyStoreCase], clauses: Sequence[str]) -> tuple[AnyStoreCase, ...]:
+    wanted = set(clauses)
+    return tuple(c for c in cases if wanted & set(c.clauses))
+
+
+async def check_broken_store(
+    broken: BrokenStore, cases: Sequence[AnyStoreCase], references: dict[StoreKind, RunResult], timeout: float
+) -> BrokenVerdict:
+    citing = _citing(cases, broken.clauses)
+    failed: tuple[str, ...] = ()
+    proven: set[str] = set()
+    if citing:
+        run, _hello = await run_store_cases(
+            _factory(f"broken:{broken.name}", broken.implementation), citing, timeout=timeout
+        )
+        failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
+        failed = tuple(c.id for c in failures)
+        proven = set(broken.clauses) & {clause for c in failures for clause in c.booked_clauses()}
+    ids = {c.id for c in citing}
+    reference_failed = tuple(
+        c.id
+        for c in references[broken.kind].cases
+        if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
+    )
+    return BrokenVerdict(
+        name=broken.name,
+        rule=broken.rule,
+        clauses=broken.clauses,
+        cases=tuple(sorted(ids)),
+        failed=failed,
+        reference_failed=reference_failed,
+        proven=tuple(sorted(proven)),
+    )
+
+
+async def run_store_selftest(
+    *, timeout: float = 10.0, on_progress: Callable[[str], None] | None = None
+) -> StoreSelftestReport:
+    cases = load_store_cases()
+    references: dict[StoreKind, RunResult] = {}
+    kinds: tuple[StoreKind, ...] = ("sqlite", "ttl")
+    for kind in kinds:
+        make = functools.partial(ReferenceStoreImplementation, kind)
+        run, _hello = await run_store_cases(_factory(f"reference-{kind}", make), cases, timeout=timeout)
+        references[kind] = run
+    report = StoreSelftestReport()
+    for broken in BROKEN_STORES:
+        verdict = await check_broken_store(broken, cases, references, timeout)
+        report.broken.append(verdict)
+        if on_progress:
+            word = "caught" if verdict.caught else "MISSED"
+            on_progress(f"{word}  store {broken.name}: {verdict.explanation}")
+    return report

@@ -1,0 +1,1 @@
+"""_store room: the session-store profile (its protocol rows, cases, execution, runner)."""

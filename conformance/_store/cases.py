@@ -1,0 +1,219 @@
+"""The session-store profile's cases: the YAML format, its strict model, and discovery.
+
+A store case (``fixtures/store/cases/*.yaml``) is a sequence of steps against one store, over one or
+more connections of the implementation that all open the same storage location::
+
+    id: store/register-first-write-wins
+    title: ...
+    clauses: [SS-REG-001, SS-REG-002]
+    needs: [ownership]                 # store:<word> the store must declare (else: unsupported)
+    steps:
+      - {op: register, params: {sessionId: s1, owner: alice}}
+      - {op: register, on: b, params: {sessionId: s1, owner: bob}}
+      - {op: ownerOf, params: {sessionId: s1}, expect: {owner: alice}}
+
+Step kinds (exactly one of ``op``, ``advance``, ``restart``, ``concurrent``, ``check``, ``same``):
+
+* ``op`` calls ``store.<op>`` (or ``pure.<op>`` for the helpers) on connection ``on`` (default ``a``;
+  another name opens another connection over the same location).  Without ``error`` the call must
+  succeed and its answer match ``expect`` (``_run/matching.py`` rules); with ``error`` it must be
+  refused with that ``SessionError`` code (a list: any of them; ``any``: any refusal).  ``save`` keeps
+  the answer: a later string ``"$name.path.to"`` in ``params``/``expect``/``check`` is replaced by it.
+* ``advance: MS`` moves the kit's clock on every connection (``needs: [clock]``).
+* ``restart: true`` disposes and stops every connection, then starts connection ``a`` again over the
+  same location (``needs: [durable]`` or ``placements:durable``).
+* ``concurrent: [[steps], [steps], ...]`` runs the racers at once (``count: N`` repeats the one racer N
+  times; each racer's ``save`` then collects a list, racer by racer).
+* ``check: "$name..."`` with ``expect``: match a saved value; ``same: {of: name, key: path}``: every
+  item of a saved list agrees at ``path``.
+
+A ``scenario`` instead of ``steps`` names a kit-driven scenario with its parameters
+(``register-race``: ``connections``, ``racers``, ``rounds``).
+
+Vector files (``fixtures/store/vectors/*.yaml``) are cases of the pure helpers: ``function`` names
+``boundedTail``, ``hasConversationContent`` or ``isSessionConflict``; each vector has ``name``,
+``input`` (the params) and ``expected`` (the exact answer).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from ruamel.yaml import YAML
+
+from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
+from relavium_conformance._data import fixtures_dir
+from relavium_conformance._errors import KitUsageError
+
+__all__ = [
+    "NEED_WORDS",
+    "AnyStoreCase",
+    "StoreCase",
+    "StoreStep",
+    "StoreVector",
+    "StoreVectorCase",
+    "load_store_cases",
+    "store_dir",
+]
+
+NEED_WORDS = frozenset(
+    {
+        "forget",
+        "pin",
+        "noteTaskRun",
+        "list",
+        "listPlaced",
+        "fork",
+        "ownership",
+        "incarnationOf",
+        "durable",
+        "process-local",
+        "placements",
+        "placements:durable",
+        "placements:process-local",
+        "no-placements",
+        "clock",
+    }
+)
+_ClauseIds = Annotated[tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...], Field(min_length=1)]
+_CASE_ID = r"^store(-vectors)?/[a-z0-9][a-z0-9-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SameCheck(_Strict):
+    of: str
+    key: str
+
+
+class StoreStep(_Strict):
+    op: str | None = None
+    on: Annotated[str, Field(pattern=r"^[a-z]$")] = "a"
+    params: dict[str, Any] = Field(default_factory=dict)
+    expect: Any = None
+    error: str | tuple[str, ...] | None = None
+    save: str | None = None
+    advance: Annotated[int, Field(gt=0)] | None = None
+    restart: bool = False
+    concurrent: tuple[tuple[StoreStep, ...], ...] | None = None
+    count: Annotated[int, Field(ge=2)] | None = None
+    check: str | None = None
+    same: SameCheck | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> StoreStep:
+        kinds = [
+            self.op is not None,
+            self.advance is not None,
+            self.restart,
+            self.concurrent is not None,
+            self.check is not None,
+            self.same is not None,
+        ]
+        if sum(kinds) != 1:
+            raise ValueError("a step is exactly one of op, advance, restart, concurrent, check, same")
+        if self.count is not None and (self.concurrent is None or len(self.concurrent) != 1):
+            raise ValueError("count repeats exactly one concurrent racer")
+        if self.expect is not None and self.error is not None:
+            raise ValueError("a step expects an answer or a refusal, not both")
+        return self
+
+    @property
+    def refusals(self) -> tuple[str, ...] | None:
+        if self.error is None:
+            return None
+        return (self.error,) if isinstance(self.error, str) else self.error
+
+
+class StoreCase(_Strict):
+    id: Annotated[str, Field(pattern=_CASE_ID)]
+    title: Annotated[str, Field(min_length=1)]
+    clauses: _ClauseIds
+    kit_defined: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    steps: tuple[StoreStep, ...] = ()
+    scenario: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _sound(self) -> StoreCase:
+        unknown = sorted(set(self.needs) - NEED_WORDS)
+        if unknown:
+            raise ValueError(f"unknown needs: {', '.join(unknown)}")
+        if bool(self.steps) == (self.scenario is not None):
+            raise ValueError("a case has steps or a scenario")
+        return self
+
+    @property
+    def area(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return ("session-store", *(f"store:{n}" for n in self.needs))
+
+
+class StoreVector(_Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+    input: dict[str, Any]
+    expected: dict[str, Any]
+    why: str | None = None
+
+
+class StoreVectorCase(_Strict):
+    id: Annotated[str, Field(pattern=_CASE_ID)]
+    title: Annotated[str, Field(min_length=1)]
+    clauses: _ClauseIds
+    kit_defined: tuple[str, ...] = ()
+    function: Literal["boundedTail", "hasConversationContent", "isSessionConflict"]
+    vectors: Annotated[tuple[StoreVector, ...], Field(min_length=1)]
+    needs: tuple[str, ...] = ()
+
+    @property
+    def area(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return ("session-store",)
+
+
+AnyStoreCase = StoreCase | StoreVectorCase
+
+
+def store_dir() -> Path:
+    return fixtures_dir() / "store"
+
+
+def _read(path: Path) -> Any:
+    try:
+        return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise KitUsageError(f"{path}: not readable YAML ({exc})") from None
+
+
+@functools.cache
+def load_store_cases() -> tuple[AnyStoreCase, ...]:
+    """Every store case and store vector case, sorted by id.  Finding none is an error."""
+    root = store_dir()
+    out: list[AnyStoreCase] = []
+    for sub, model in (("cases", StoreCase), ("vectors", StoreVectorCase)):
+        for path in sorted((root / sub).glob("*.yaml")):
+            try:
+                case: AnyStoreCase = model.model_validate(_read(path))
+            except ValidationError as exc:
+                raise KitUsageError(f"{path}: {exc}") from None
+            if case.id.split("/", 1)[1] != path.stem:
+                raise KitUsageError(f"{path}: the id {case.id} does not end in the file's name")
+            out.append(case)
+    if not out:
+        raise KitUsageError(f"no store cases found under {root}")
+    ids = [c.id for c in out]
+    if len(set(ids)) != len(ids):
+        raise KitUsageError("duplicate store case ids")
+    return tuple(sorted(out, key=lambda c: c.id))
