@@ -110,6 +110,9 @@ def test_wheel_carries_packages_data_and_markers(wheel: Path) -> None:
     assert any(n.startswith("relavium_conformance/fixtures/transcripts/") for n in names)
     assert any(n.startswith("relavium_conformance/fixtures/clauses/") for n in names)
     assert "relavium_conformance/fixtures/provider-scripts/three-turns.yaml" in names
+    assert "relavium_conformance/schemas/junit-10.xsd" in names
+    assert "relavium_conformance/_report/templates/report.html.j2" in names  # the report command needs it
+    assert "relavium_conformance/_report/templates/badge.svg.j2" in names
 
 
 def test_kit_runs_from_the_wheel_in_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ __all__ = ["main"]
 # The module of each sub-command, in the order the help lists them.
 _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._cli.run",
+    "relavium_conformance._cli.report",
     "relavium_conformance._cli.fuzz",
     "relavium_conformance._cli.interop",
     "relavium_conformance._cli.selftest",

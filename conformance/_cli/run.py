@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from relavium_conformance._cli._common import (
     PROG,
@@ -24,6 +26,7 @@ from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
+from relavium_conformance._report.provenance import run_context
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import (
     TerminalReporter,
@@ -34,6 +37,8 @@ from relavium_conformance._report.writers import (
 )
 from relavium_conformance._run.runner import RunInterrupted, run_cases
 from relavium_conformance._selftest.proofs import run_selftest
+from relavium_conformance._wire.adapters import StdioAdapter
+from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["register", "run_command"]
@@ -122,6 +127,22 @@ def register(subparsers: Any) -> None:
         help="fail the run unless the implementation declares every capability of the catalogue",
     )
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print each case as it starts and as it ends"
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write every protocol message of the run to FILE, one JSON object per line, with timestamps",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the terminal output: auto (default: a terminal, unless NO_COLOR is set, FORCE_COLOR "
+        "forces it, TERM=dumb refuses it), always or never",
+    )
     parser.set_defaults(handler=run_command)
 
 
@@ -131,6 +152,16 @@ def run_command(args: argparse.Namespace) -> int:
     except KitUsageError as exc:
         error_line("run", str(exc))
         return int(ExitCode.USAGE)
+
+
+@contextlib.contextmanager
+def _open_trace(path: Path) -> Iterator[TextIO]:
+    try:
+        stream = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise KitUsageError(f"{path}: cannot write the trace file ({exc.strerror})") from None
+    with stream:
+        yield stream
 
 
 def _usage_problems(args: argparse.Namespace) -> list[str]:
@@ -193,24 +224,39 @@ def _run(args: argparse.Namespace) -> int:
         )
     baseline = load_baseline(args.baseline) if args.baseline else None
     validator = ProtocolValidator() if args.validate_protocol else None
-    adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
-    reporter = TerminalReporter(sys.stdout)
-    try:
-        outcome = asyncio.run(
-            run_cases(
-                adapter,
-                cases,
-                timeout=args.timeout,
-                on_case_start=reporter.on_case_start,
-                on_case_end=reporter.on_case_end,
-                maxfail=1 if args.exitfirst else args.maxfail,
-            )
+    with contextlib.ExitStack() as stack:
+        trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
+        # the tracer sees each stdio message first; the validator (which may refuse it) after it
+        adapter = resolve_adapter(
+            args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout
         )
-    except RunInterrupted as stop:
-        outcome = stop.outcome
+        if trace is not None and not isinstance(adapter, StdioAdapter):
+            adapter = TracingAdapter(adapter, trace)
+        reporter = TerminalReporter(
+            sys.stdout, colour=args.color, verbose=args.verbose, titles={c.id: c.title for c in cases}
+        )
+
+        def on_case_start(case_id: str) -> None:
+            if trace is not None:
+                trace.case = case_id
+            reporter.on_case_start(case_id)
+
+        try:
+            outcome = asyncio.run(
+                run_cases(
+                    adapter,
+                    cases,
+                    timeout=args.timeout,
+                    on_case_start=on_case_start,
+                    on_case_end=reporter.on_case_end,
+                    maxfail=1 if args.exitfirst else args.maxfail,
+                )
+            )
+        except RunInterrupted as stop:
+            outcome = stop.outcome
     for note in outcome.notes:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
-    run = outcome.run
+    run = outcome.run.with_context(run_context(args.adapter, args.select))
     if args.with_proofs and not run.interrupted:
         proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
         run = run.with_proofs(proofs)
@@ -232,9 +278,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.junit:
         write_junit(run, args.junit)
     if args.markdown:
-        write_markdown(run, args.markdown)
+        write_markdown(run, args.markdown, full_results=str(args.json) if args.json else None)
     if args.github_summary:
-        write_github_summary(run)
+        write_github_summary(run, full_results=str(args.json) if args.json else None)
     if args.write_baseline and not run.interrupted:
         write_baseline(run, args.write_baseline, previous=baseline)
     reporter.summary(run)
@@ -246,4 +292,6 @@ def _run(args: argparse.Namespace) -> int:
         )
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")
+    if trace is not None:
+        print(f"trace: {trace.count} messages written to {args.trace}")
     return int(exit_code(run))

@@ -128,8 +128,6 @@ def export_workflow(
     return document_to_data(document), serialize_workflow(document)
 
 
-
-
 def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> dict[str, Any]:
     """The engine's store, write side: the denormalised columns of ``message`` (KD-DB-3), wire form.
 

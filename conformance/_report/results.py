@@ -38,11 +38,14 @@ __all__ = [
     "ClauseLike",
     "ClauseResult",
     "ClauseStatus",
+    "CorpusInfo",
     "Difference",
+    "DifferenceForm",
     "ExitCode",
     "FailureKind",
     "ImplementationInfo",
     "KitInfo",
+    "RunContext",
     "RunResult",
     "StaleEntry",
     "StaleWhy",
@@ -93,6 +96,16 @@ class CaseStatus(StrEnum):
     UNSUPPORTED = "unsupported"  # the case needs a capability the implementation did not declare
 
 
+class DifferenceForm(StrEnum):
+    """What a :class:`Difference` compares, so a report shows only the values that exist."""
+
+    VALUE = "value"  # expected and actual both observed, and they differ
+    MISSING = "missing"  # expected, not observed (a key or a list item): ``actual`` is meaningless
+    EXTRA = "extra"  # observed, not expected: ``expected`` is meaningless
+    LENGTH = "length"  # a list of the wrong length: the message counts; the items follow as their own
+    NOTE = "note"  # a fact with no value to compare (a refused message, a protocol rule broken)
+
+
 ClauseId = Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)]
 KitDefinedId = Annotated[str, Field(pattern=KIT_DEFINED_PATTERN)]
 
@@ -105,6 +118,9 @@ class FailureKind(StrEnum):
 class Difference(KitStrict):
     """One expected observation that was not met.  ``path`` locates it in the observations.
 
+    ``expected`` and ``actual`` are whole JSON values (never cut: a report shortens them for display,
+    visibly).  ``diff`` is a unified diff when the two are texts and one spans lines.
+
     ``clauses`` names the clauses a generic check (the event envelope, the event schema, the canonical
     text) books the failure on; empty means the case's own clauses.  ``kit_defined`` names the KD-
     choices the assertion rests on; empty means it follows from the specification.
@@ -114,8 +130,18 @@ class Difference(KitStrict):
     expected: JsonValue = None
     actual: JsonValue = None
     message: str
+    form: DifferenceForm = DifferenceForm.VALUE
+    diff: str | None = None
     clauses: tuple[ClauseId, ...] = ()
     kit_defined: tuple[KitDefinedId, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_note_without_values(cls, data: object) -> object:
+        # no value on either side and no form given: a fact to read, not "expected null, got null"
+        if isinstance(data, dict) and "form" not in data and "expected" not in data and "actual" not in data:
+            return {**data, "form": DifferenceForm.NOTE}
+        return data
 
     @property
     def kind(self) -> FailureKind:
@@ -396,6 +422,25 @@ class ImplementationInfo(KitStrict):
         return tuple(clean_text(item) for item in value)
 
 
+class CorpusInfo(KitStrict):
+    """Which corpus ran: the version it ships with and a hash of its files (``sha256:`` and hex)."""
+
+    version: str
+    content_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class RunContext(KitStrict):
+    """What was run, so two results can be compared: the spec revision (a hash of the catalogue's clause
+    ids, statuses and sentence fingerprints), the corpus, the selection patterns, the protocol version
+    and the ``--adapter`` argument."""
+
+    adapter: str
+    selection: tuple[str, ...] = ()
+    spec_revision: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+    corpus: CorpusInfo
+    protocol_version: str
+
+
 class Summary(KitStrict):
     passed: Annotated[int, Field(ge=0)]
     failed: Annotated[int, Field(ge=0)]
@@ -475,6 +520,7 @@ class RunResult(KitStrict):
     started_at: AwareDatetime
     duration_ms: Annotated[float, Field(ge=0)]
     baseline: BaselineComparison | None = None
+    context: RunContext | None = None
     capabilities: CapabilityGate | None = None
     interrupted: bool = False  # stopped early (Ctrl-C): only the cases that finished are listed
 
@@ -523,6 +569,10 @@ class RunResult(KitStrict):
     def with_baseline(self, comparison: BaselineComparison) -> RunResult:
         """This run with its baseline comparison recorded."""
         return self.model_copy(update={"baseline": comparison})
+
+    def with_context(self, context: RunContext) -> RunResult:
+        """This run with what was run recorded (see :class:`RunContext`)."""
+        return self.model_copy(update={"context": context})
 
     def with_capability_gate(self, gate: CapabilityGate) -> RunResult:
         """This run with the capabilities it had to declare recorded."""

@@ -16,10 +16,12 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from jsonschema.exceptions import best_match
 
 from relavium_conformance._corpus.cases import (
     ApprovalStep,
@@ -31,10 +33,10 @@ from relavium_conformance._corpus.cases import (
 )
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
-from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
+from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
-from relavium_conformance._run.matching import match, normalise
+from relavium_conformance._run.matching import jsonable, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
@@ -52,7 +54,7 @@ from relavium_conformance._wire.messages import (
     ProviderOpenParams,
     ToolCallParams,
 )
-from relavium_conformance._wire.model import kit_parse
+from relavium_conformance._wire.model import kit_parse, shape_validator
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
 __all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
@@ -89,7 +91,7 @@ class Observation:
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
-    violations: list[str] = field(default_factory=list)
+    violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
     #: Where the implementation broke, when the wire ties it to a request (see ``Adapter.breakage``).
     broken_at: WirePoint | None = None
@@ -177,7 +179,11 @@ class CaseWorld:
         try:
             parsed = kit_parse(row.params, params)
         except KitShapeError as exc:
-            self.observed.violations.append(f"{method} carried malformed params: {exc}")
+            self.observed.violations.append(
+                Difference(
+                    path=method, message=f"{method} carried malformed params: {exc}", actual=jsonable(params)
+                )
+            )
             raise RpcError(-32602, f"invalid params: {exc.location or exc.message}") from None
         handler: Callable[[Any], Awaitable[Any]] = getattr(self, row.answer)
         return await handler(parsed)
@@ -204,9 +210,7 @@ class CaseWorld:
         turn = params.turn
         problem = turn_problem(turn)
         if problem is not None:
-            self.observed.violations.append(
-                f"host.commitTurn carried a turn that is not one whole exchange: {problem}"
-            )
+            self.observed.violations.append(_refused_turn(len(self.observed.commits), turn, problem))
             raise RpcError(-32602, "the turn is not one whole exchange")
         answer = next(self._persist, None)
         self.observed.commits.append(turn)
@@ -224,7 +228,11 @@ class CaseWorld:
         problem = marker_problem(params.marker, len(self.observed.rows))
         if problem is not None:
             self.observed.violations.append(
-                f"host.appendMarker carried an unusable boundary marker: {problem}"
+                Difference(
+                    path=f"rows[{len(self.observed.rows)}]",
+                    message=f"host.appendMarker carried an unusable boundary marker: {problem}",
+                    actual=jsonable(params.marker),
+                )
             )
             raise RpcError(-32602, "the boundary marker is not usable")
         self._append_row({**params.marker, "sessionId": params.session_id})
@@ -283,7 +291,14 @@ class CaseWorld:
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
         if steps is None:
-            self.observed.violations.append(f"provider request #{self._opened} was not scripted")
+            self.observed.violations.append(
+                Difference(
+                    path=f"provider_requests[{self._opened - 1}]",
+                    message=f"provider request #{self._opened} was not scripted",
+                    actual=jsonable(self.observed.provider_requests[-1]),
+                    form=DifferenceForm.EXTRA,
+                )
+            )
             steps = ()
         self._streams[stream] = iter(steps)
         return {"stream": stream}
@@ -299,7 +314,9 @@ class CaseWorld:
             if isinstance(step, HoldStep):
                 await self._hold()
             return {"chunk": step}
-        self.observed.violations.append(f"{params.stream} was pulled past its scripted end")
+        self.observed.violations.append(
+            Difference(path=f"provider.next({params.stream})", message="pulled past its scripted end")
+        )
         error = {"kind": "unknown", "message": "kit: the script has no further chunk"}
         return {"chunk": {"type": "error", "error": error}}
 
@@ -448,7 +465,7 @@ class CaseWorld:
                     path=where,
                     message="expected a refusal",
                     expected=op.expect_error,
-                    actual=_jsonable(result),
+                    actual=jsonable(result),
                 )
             )
         elif op.expect is not None:
@@ -497,12 +514,50 @@ def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:
     return expected
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value
+_FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
+
+
+def _dotted(parts: Iterable[Any]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+
+
+def _turn_fields(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
+    """Each field of ``turn`` the ``completed-turn`` schema refuses, as (path, words); unknown ones first."""
+    found: list[tuple[bool, str, str]] = []
+    for error in shape_validator("completed-turn").iter_errors(turn):
+        deepest = best_match([error]) or error
+        where = list(deepest.absolute_path)
+        instance, words = deepest.instance, _FIELD_WORDS.get(str(deepest.validator))
+        if deepest.validator == "additionalProperties" and isinstance(instance, dict):
+            known = set(deepest.schema.get("properties", {}))
+            found += [
+                (False, _dotted([*where, key]), "unknown field") for key in instance if key not in known
+            ]
+        elif deepest.validator == "required" and isinstance(instance, dict):
+            found += [
+                (True, _dotted([*where, key]), "required field missing")
+                for key in deepest.validator_value
+                if key not in instance
+            ]
+        else:
+            found.append((True, _dotted(where), words or f"breaks the schema ({deepest.validator})"))
+    return [(path, words) for _rank, path, words in sorted(found)[:limit]]
+
+
+def _refused_turn(index: int, turn: Any, problem: str) -> Difference:
+    """The kit refused the turn of a ``host.commitTurn``: name the offending fields, first of all."""
+    fields = _turn_fields(turn)
+    where = f"commits[{index}]"
+    if fields:
+        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in fields)
+        where += fields[0][0]
+    else:
+        details = problem  # a whole-exchange rule, not a field: the rule's own words
+    return Difference(
+        path=where,
+        message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
+        actual=jsonable(turn),
+    )
 
 
 def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
@@ -515,6 +570,7 @@ def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
         "context": context,
         "deps": dict(setup.deps or {}),
         "tools": list(setup.tools if setup.tools is not None else DEFAULT_TOOLS),
+        "case": {"id": case.id, "title": case.title},  # informative: for the implementation's logs
     }
 
 

@@ -86,8 +86,9 @@ def judge(
     case: Case, observed: Observation, snapshot: dict[str, Any], compare: bool
 ) -> tuple[list[Difference], list[str]]:
     """Every expected observation of ``case`` that ``observed`` does not meet, and the warnings."""
-    differences = list(observed.differences)
-    differences += [Difference(path="world", message=v) for v in observed.violations]
+    # root causes first: what the kit refused explains the step results and observations after it
+    differences = list(observed.violations)
+    differences += observed.differences
     differences += _expectations(case, observed)
     differences = resting_on(differences, case_kit_choices(case))
     shapes, warnings = check_event_shapes(observed.events)

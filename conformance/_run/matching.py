@@ -4,7 +4,9 @@ Matching rules (expected on the left, what the implementation did on the right):
 
 * a mapping matches when every expected key matches the actual value under that key (extra actual
   keys are allowed: normative assertions name only what the clauses require);
-* a list matches a list of the same length, item by item;
+* a list matches a list of the same length, item by item; lists of different lengths are aligned (the
+  longest run of matching items, then item by item within each gap) so that the report names the
+  missing and the extra items rather than only the two lengths;
 * a scalar matches an equal scalar;
 * operators, as one-key mappings: ``{$absent: true}`` (the key must not be there),
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
@@ -12,12 +14,16 @@ Matching rules (expected on the left, what the implementation did on the right):
   ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string matching it
   whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``).
 
+Values are kept whole in the differences (a report shortens them for display, visibly); two texts of
+which one spans lines also carry a unified diff (``difflib``).
+
 Normalising replaces ids and timestamps by placeholders so that snapshots compare; the envelope
 checks (``check_envelope``) verify what the placeholders hide: format, uniqueness and order.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +31,7 @@ from typing import Any
 
 from relavium_conformance._report.results import Difference
 
-__all__ = ["ABSENT", "check_envelope", "match", "normalise"]
+__all__ = ["ABSENT", "check_envelope", "jsonable", "match", "normalise", "text_difference", "unified_diff"]
 
 ABSENT = object()
 _EMBEDDED_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
@@ -36,11 +42,36 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _short(value: Any) -> Any:
-    if value is ABSENT:
-        return "<absent>"
-    text = _json(value)
-    return value if len(text) <= 300 else text[:300] + "..."
+def jsonable(value: Any) -> Any:
+    """``value`` when it is JSON data, else its ``str`` (an in-process answer may be any object)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+_ALIGN_LIMIT = 40_000  # item comparisons the list alignment may spend; past it, lists compare by position
+
+
+def unified_diff(expected: str, actual: str) -> str:
+    """A unified diff from the expected text to the actual one, two lines of context."""
+    lines = difflib.unified_diff(
+        expected.splitlines(), actual.splitlines(), "expected", "actual", n=2, lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def text_difference(expected: str, actual: str, path: str, message: str = "text differs") -> Difference:
+    """Two different texts: both whole, and a unified diff when either spans more than one line."""
+    multi_line = "\n" in expected.rstrip("\n") or "\n" in actual.rstrip("\n")
+    return Difference(
+        path=path,
+        message=message,
+        expected=expected,
+        actual=actual,
+        diff=unified_diff(expected, actual) if multi_line else None,
+    )
 
 
 def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -> list[Difference]:
@@ -58,44 +89,27 @@ def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -
         return _operator(next(iter(expected)), next(iter(expected.values())), actual, path)
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            return [
-                Difference(
-                    path=path, message="expected an object", expected=_short(expected), actual=_short(actual)
-                )
-            ]
+            return [Difference(path=path, message="expected an object", expected=expected, actual=actual)]
         out: list[Difference] = []
         for key, want in expected.items():
             got = actual.get(key, ABSENT)
             tolerant = isinstance(want, Mapping) and ("$absent" in want or "$if_present" in want)
             if got is ABSENT and (exact or not tolerant):
-                out.append(
-                    Difference(path=f"{path}.{key}", message="missing", expected=_short(want), actual=None)
-                )
+                out.append(Difference(path=f"{path}.{key}", message="missing", expected=want, form="missing"))
                 continue
             out.extend(match(want, got, f"{path}.{key}", exact=exact))
         if exact:
             out += [
-                Difference(path=f"{path}.{key}", message="not expected", actual=_short(actual[key]))
+                Difference(path=f"{path}.{key}", message="not expected", actual=actual[key], form="extra")
                 for key in actual
                 if key not in expected
             ]
         return out
     if isinstance(expected, list | tuple):
         if not isinstance(actual, list | tuple):
-            return [
-                Difference(
-                    path=path, message="expected a list", expected=_short(expected), actual=_short(actual)
-                )
-            ]
+            return [Difference(path=path, message="expected a list", expected=list(expected), actual=actual)]
         if len(expected) != len(actual):
-            return [
-                Difference(
-                    path=path,
-                    message=f"expected {len(expected)} items, got {len(actual)}",
-                    expected=_short(expected),
-                    actual=_short(actual),
-                )
-            ]
+            return _list_differences(list(expected), list(actual), path, exact=exact)
         return [
             d
             for i, (w, g) in enumerate(zip(expected, actual, strict=True))
@@ -105,13 +119,89 @@ def match(expected: Any, actual: Any, path: str = "$", *, exact: bool = False) -
         type(expected) is type(actual) if exact else not (type(expected) is bool) ^ (type(actual) is bool)
     )
     if expected != actual or not same_type:
-        return [Difference(path=path, message="differs", expected=_short(expected), actual=_short(actual))]
+        if isinstance(expected, str) and isinstance(actual, str):
+            return [text_difference(expected, actual, path, "differs")]
+        return [Difference(path=path, message="differs", expected=expected, actual=actual)]
     return []
+
+
+def _list_differences(expected: list[Any], actual: list[Any], path: str, *, exact: bool) -> list[Difference]:
+    """Lists of different lengths: a summary, then the missing, extra and changed items.
+
+    The items are aligned on the longest run of matching ones (items match as :func:`match` says);
+    within a gap between two aligned items, expected and actual items pair up by position and compare
+    item by item, and what is left over is missing (expected, not seen) or extra (seen, not expected).
+    Paths name the expected index for a missing item and the actual index for an extra or changed one.
+    """
+    pairs = _align(expected, actual, exact=exact)
+    details: list[Difference] = []
+    missing: list[int] = []
+    extra: list[int] = []
+    i = j = 0
+    for next_i, next_j in [*pairs, (len(expected), len(actual))]:
+        gap_expected, gap_actual = list(range(i, next_i)), list(range(j, next_j))
+        for a, b in zip(gap_expected, gap_actual, strict=False):
+            details += match(expected[a], actual[b], f"{path}[{b}]", exact=exact)
+        for a in gap_expected[len(gap_actual) :]:
+            missing.append(a)
+            details.append(
+                Difference(path=f"{path}[{a}]", message="missing item", expected=expected[a], form="missing")
+            )
+        for b in gap_actual[len(gap_expected) :]:
+            extra.append(b)
+            details.append(
+                Difference(path=f"{path}[{b}]", message="extra item", actual=actual[b], form="extra")
+            )
+        i, j = next_i + 1, next_j + 1
+    parts = [f"expected {_items(len(expected))}, got {len(actual)}"]
+    if missing:
+        parts.append(f"{len(missing)} missing ({_indices(missing)} of the expected)")
+    if extra:
+        parts.append(f"{len(extra)} extra ({_indices(extra)} of the actual)")
+    changed = len(details) - len(missing) - len(extra)
+    if changed:
+        parts.append(f"{changed} difference(s) inside paired items")
+    summary = Difference(path=path, message="; ".join(parts), form="length")
+    return [summary, *details]
+
+
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
+
+
+def _indices(indices: Sequence[int]) -> str:
+    shown = ", ".join(f"[{i}]" for i in indices[:8])
+    return shown + (f" and {len(indices) - 8} more" if len(indices) > 8 else "")
+
+
+def _align(expected: Sequence[Any], actual: Sequence[Any], *, exact: bool) -> list[tuple[int, int]]:
+    """Index pairs of a longest common subsequence of matching items (none past the work limit)."""
+    n, m = len(expected), len(actual)
+    if n == 0 or m == 0 or n * m > _ALIGN_LIMIT:
+        return []
+    same = [[not match(expected[a], actual[b], exact=exact) for b in range(m)] for a in range(n)]
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for a in range(n - 1, -1, -1):
+        for b in range(m - 1, -1, -1):
+            best[a][b] = best[a + 1][b + 1] + 1 if same[a][b] else max(best[a + 1][b], best[a][b + 1])
+    pairs: list[tuple[int, int]] = []
+    a = b = 0
+    while a < n and b < m:
+        if same[a][b] and best[a][b] == best[a + 1][b + 1] + 1:
+            pairs.append((a, b))
+            a, b = a + 1, b + 1
+        elif best[a + 1][b] >= best[a][b + 1]:
+            a += 1
+        else:
+            b += 1
+    return pairs
 
 
 def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Difference]:
     def fail(message: str) -> list[Difference]:
-        return [Difference(path=path, message=message, expected={name: argument}, actual=_short(actual))]
+        if actual is ABSENT:
+            return [Difference(path=path, message=message, expected={name: argument}, form="missing")]
+        return [Difference(path=path, message=message, expected={name: argument}, actual=actual)]
 
     if name == "$absent":
         return (
@@ -230,7 +320,7 @@ def check_envelope(
                     path=f"events[{index}].{key}",
                     message=message,
                     expected=expected(index),
-                    actual=_short(events[index].get(key)),
+                    actual=events[index].get(key),
                     clauses=("AS-EVT-002",) if numbering else ("AS-EVT-001",),
                     # starting at 0 is the kit's choice; rising by one with no gap is the spec's
                     kit_defined=() if numbering and index > 0 else ("KD-EVT-2",),

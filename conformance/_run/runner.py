@@ -29,7 +29,7 @@ from relavium_conformance._report.results import (
 )
 from relavium_conformance._run.execute import CaseWorld, Observation, execute_case
 from relavium_conformance._run.vectors import execute_vector_case
-from relavium_conformance._wire.adapters import Adapter, WirePoint
+from relavium_conformance._wire.adapters import Adapter, StdioAdapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
@@ -139,7 +139,7 @@ async def run_cases(
     hello = outcome.hello
     implementation = ImplementationInfo(
         name=hello.implementation.name if hello else "unknown",
-        adapter=adapter.name,
+        adapter="stdio" if isinstance(adapter, StdioAdapter) else "in-process",  # the transport
         version=hello.implementation.version if hello else None,
         language=hello.implementation.language if hello else None,
         capabilities=tuple(hello.capabilities) if hello else (),

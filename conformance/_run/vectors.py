@@ -55,7 +55,7 @@ from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._run.export_text import text_property_differences
-from relavium_conformance._run.matching import match
+from relavium_conformance._run.matching import jsonable, match, text_difference
 from relavium_conformance._wire.messages import (
     ExportWorkflowResult,
     HelloResult,
@@ -75,31 +75,14 @@ __all__ = ["exact_differences", "execute_vector_case"]
 # --- comparing ---------------------------------------------------------------------------------------
 
 
-def _short(value: Any) -> Any:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return value if len(text) <= 300 else text[:300] + "..."
-
-
 def exact_differences(expected: Any, actual: Any, path: str) -> list[Difference]:
     """Every place ``actual`` is not exactly ``expected`` (JSON data: no extra key, no missing key)."""
     return match(expected, actual, path, exact=True)
 
 
 def _text_difference(expected: str, actual: str, path: str, message: str) -> list[Difference]:
-    if expected == actual:
-        return []
-    want, got = expected.splitlines(keepends=True), actual.splitlines(keepends=True)
-    line = next(
-        (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got))
-    )
-    return [
-        Difference(
-            path=f"{path}:line {line + 1}",
-            message=message,
-            expected=want[line] if line < len(want) else "<end of text>",
-            actual=got[line] if line < len(got) else "<end of text>",
-        )
-    ]
+    """Two texts that should be equal: both whole, with a unified diff (see ``matching.text_difference``)."""
+    return [] if expected == actual else [text_difference(expected, actual, path, message)]
 
 
 # --- executing ---------------------------------------------------------------------------------------
@@ -148,7 +131,7 @@ async def _check_reconstruct(call: Call, vector: ReconstructVector) -> list[Diff
         return _unexpected_refusal(error, path)
     shape = shape_problem("session-resume-state", answer)
     if shape is not None:
-        return [Difference(path=path, message=f"not a SessionResumeState: {shape}", actual=_short(answer))]
+        return [Difference(path=path, message=f"not a SessionResumeState: {shape}", actual=jsonable(answer))]
     out = exact_differences(vector.expected, answer, path)
     problem = resume_state_problem(answer)
     if problem is not None:
@@ -163,8 +146,8 @@ async def _check_reconstruct(call: Call, vector: ReconstructVector) -> list[Diff
             Difference(
                 path=f"{path}(rows reversed)",
                 message="the same rows in another order give another state",
-                expected=_short(answer),
-                actual=_short(again),
+                expected=jsonable(answer),
+                actual=jsonable(again),
             )
         )
     return out
@@ -242,7 +225,7 @@ async def _check_export(call: Call, vector: ExportVector) -> list[Difference]:
             Difference(
                 path=vector.name,
                 message=f"not an export answer {{document, yaml}}: {exc}",
-                actual=_short(answer),
+                actual=jsonable(answer),
             )
         ]
     out = exact_differences(vector.expected_document, result.document, f"{vector.name}.document")
@@ -305,7 +288,7 @@ async def _check_stored_columns(call: Call, vector: StoredColumnsVector) -> list
     try:
         kit_parse(StoredRowColumns, answer)
     except KitShapeError as exc:
-        return [Difference(path=vector.name, message=f"not a columns answer: {exc}", actual=_short(answer))]
+        return [Difference(path=vector.name, message=f"not a columns answer: {exc}", actual=jsonable(answer))]
     out = exact_differences(vector.expected, answer, f"{vector.name}.columns")
     if out:
         return out
@@ -323,7 +306,7 @@ async def _check_stored_row(call: Call, vector: StoredRowVector) -> list[Differe
         return _unexpected_refusal(error, vector.name)
     problem = _read_answer_problem(answer)
     if problem is not None:
-        return [Difference(path=vector.name, message=problem, actual=_short(answer))]
+        return [Difference(path=vector.name, message=problem, actual=jsonable(answer))]
     return exact_differences(vector.expected, answer, vector.name)
 
 

@@ -9,12 +9,12 @@ more connections of the implementation that all open the same storage location::
     needs: [ownership]                 # store:<word> the store must declare (else: unsupported)
     steps:
       - {op: register, params: {sessionId: s1, owner: alice}}
-      - {op: register, on: b, params: {sessionId: s1, owner: bob}}
+      - {op: register, via: b, params: {sessionId: s1, owner: bob}}
       - {op: ownerOf, params: {sessionId: s1}, expect: {owner: alice}}
 
 Step kinds (exactly one of ``op``, ``advance``, ``restart``, ``concurrent``, ``check``, ``same``):
 
-* ``op`` calls ``store.<op>`` (or ``pure.<op>`` for the helpers) on connection ``on`` (default ``a``;
+* ``op`` calls ``store.<op>`` (or ``pure.<op>`` for the helpers) on connection ``via`` (default ``a``;
   another name opens another connection over the same location).  Without ``error`` the call must
   succeed and its answer match ``expect`` (``_run/matching.py`` rules); with ``error`` it must be
   refused with that ``SessionError`` code (a list: any of them; ``any``: any refusal).  ``save`` keeps
@@ -93,7 +93,8 @@ class SameCheck(_Strict):
 
 class StoreStep(_Strict):
     op: str | None = None
-    on: Annotated[str, Field(pattern=r"^[a-z]$")] = "a"
+    via: Annotated[str, Field(pattern=r"^[a-z]$")] = "a"
+    """The connection (a YAML 1.1 reader would take a key spelled ``on`` for a boolean)."""
     params: dict[str, Any] = Field(default_factory=dict)
     expect: Any = None
     error: str | tuple[str, ...] | None = None

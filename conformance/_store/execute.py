@@ -206,7 +206,7 @@ async def _op_step(world: StoreWorld, step: StoreStep, where: str) -> Any:
     params = world.resolve(step.params)
     wanted = step.refusals
     try:
-        answer = await world.call(step.on, method, params)
+        answer = await world.call(step.via, method, params)
     except OperationError as refusal:
         code = refusal.code if refusal.kind == "session_error" else refusal.kind
         if wanted is not None and ("any" in wanted or code in wanted):
@@ -274,7 +274,7 @@ async def _concurrent(world: StoreWorld, step: StoreStep, where: str) -> None:
     for racer in racers:  # open every connection first: the race is between calls, not handshakes
         for inner in racer:
             if inner.op is not None:
-                await world.connection(inner.on)
+                await world.connection(inner.via)
     collected: dict[str, list[Any]] = {}
 
     async def race(index: int, racer: Sequence[StoreStep]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from relavium_conformance._wire.model import KitStrict, KitWire, ref
 
 __all__ = [
     "AgentJson",
+    "CaseLabel",
     "ChunkJson",
     "CommandOutcomeJson",
     "CompactionOutcome",
@@ -144,13 +145,23 @@ class DepsSpec(_Msg):
     (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
 
 
+class CaseLabel(_Msg):
+    """The conformance case a session serves: informative, so the implementation's logs can name it."""
+
+    id: Annotated[str, Field(min_length=1)]
+    title: str | None = None
+
+
 class CreateParams(_Msg):
+    """``case`` (optional) names the conformance case; an implementation may log it, never act on it."""
+
     handle: str
     agent: AgentJson
     context: ContextJson
     deps: DepsSpec = Field(default_factory=DepsSpec)
     tools: tuple[ToolSpec, ...] = ()
     session_id: str | None = None
+    case: CaseLabel | None = None
 
 
 class ResumeParams(CreateParams):

@@ -149,6 +149,12 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def strict_json(text: str) -> Any:
     """Parse JSON refusing duplicate keys and non-finite numbers; raise :class:`StoreError`."""
+    try:  # fast path: text in the store's own compact form cannot hide a duplicate key or a NaN
+        value = json.loads(text)
+        if _dumps(value) == text:
+            return value
+    except (ValueError, TypeError, RecursionError):
+        pass  # the strict parse below decides, and names the defect
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant)
     except (ValueError, TypeError, RecursionError):

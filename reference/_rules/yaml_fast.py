@@ -18,7 +18,9 @@ same text either way; ``tests/reference/test_workflow_yaml.py`` compares the two
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ruamel.yaml.resolver import VersionedResolver
@@ -30,7 +32,10 @@ __all__ = ["fast_dump"]
 _PRINTABLE_LINE = re.compile(
     "[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
 )
-_LEADING_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+# What rules a plain scalar out in block context, before the resolver is asked: at the start, a space,
+# an indicator, ``? `` / ``: `` / ``- `` (or the lone character) or a document marker; anywhere,
+# ``": "`` or ``" #"``; at the end, a space or ``:`` (checked with string methods, faster than a scan).
+_NOT_PLAIN_START = re.compile(r"""[ #,\[\]{}&*!|>'"%@`]|[?:-](?: |$)|---|\.\.\.""")
 _MAX_KEY = 100  # well below the emitter's simple-key limit (128)
 
 
@@ -38,18 +43,19 @@ class _Fallback(Exception):
     """The data holds something this emitter does not write; the caller uses ruamel.yaml."""
 
 
-def _implicit_table() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+def _implicit_table() -> dict[str, tuple[tuple[bool, Callable[[str], object]], ...]]:
+    """The resolver's own table: per first character, (is the tag ``str``, the bound ``match``)."""
     resolver = VersionedResolver()
     table: dict[Any, Any] = resolver.versioned_resolver
     if None in table:
         raise RuntimeError("unexpected catch-all implicit resolver")  # the fast path would be wrong
-    return {key: list(value) for key, value in table.items()}
+    return {
+        key: tuple((str(tag) == "tag:yaml.org,2002:str", pattern.match) for tag, pattern in value)
+        for key, value in table.items()
+    }
 
 
 _IMPLICIT = _implicit_table()
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
 # Plain scalars a YAML 1.1 resolver reads as a boolean, null, number or timestamp: always quoted.
 YAML11_LOOKALIKE = re.compile(
     r"""^(?:
@@ -65,32 +71,19 @@ YAML11_LOOKALIKE = re.compile(
 )
 
 
-def _reads_as_string(text: str) -> bool:
-    for tag, pattern in _IMPLICIT.get(text[0], ()):
-        if pattern.match(text):
-            return str(tag) == _STR_TAG
-    return True
-
-
-def _plain_allowed(text: str) -> bool:
-    first = text[0]
-    if first == " " or text[-1] == " " or first in _LEADING_INDICATORS:
-        return False
-    if first in "?:-" and (len(text) == 1 or text[1] == " "):
-        return False
-    if text.startswith(("---", "...")) or text.endswith(":"):
-        return False
-    if YAML11_LOOKALIKE.match(text):
-        return False  # a YAML 1.1 reader would take it for a boolean, a number or a date (KD-EXP-6)
-    return ": " not in text and " #" not in text and _reads_as_string(text)
-
-
 def _string(text: str) -> str:
     if not text:
         return "''"
     if not _PRINTABLE_LINE.fullmatch(text):
         raise _Fallback
-    if _plain_allowed(text):
+    plain = not (text[-1] in " :" or ": " in text or " #" in text or _NOT_PLAIN_START.match(text) is not None)
+    plain = plain and not YAML11_LOOKALIKE.match(text)  # a YAML 1.1 reader would misread it (KD-EXP-6)
+    if plain:
+        for is_str, match in _IMPLICIT.get(text[0], ()):
+            if match(text):
+                plain = is_str
+                break
+    if plain:
         return text
     if "'" in text:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -115,6 +108,7 @@ def _scalar(value: Any) -> str:
     raise _Fallback  # floats and anything else: the ruamel.yaml emitter decides
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(key: str) -> str:
     if not key or len(key) > _MAX_KEY:
         raise _Fallback
@@ -125,19 +119,27 @@ def _utf16(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
+@functools.lru_cache(maxsize=1024)
+def _order(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Sorted keys with their rendered form; an export repeats a few key sets many times."""
+    return tuple((key, _key(key)) for key in sorted(keys, key=_utf16))
+
+
 def _mapping(data: dict[str, Any], indent: int, first: str, out: list[str]) -> None:
     prefix = first
     pad = " " * indent
-    for key in sorted(data, key=_utf16):
+    for key, shown in _order(tuple(data)):
         value = data[key]
-        if isinstance(value, dict) and value:
-            out.append(f"{prefix}{_key(key)}:\n")
+        if type(value) is str:
+            out.append(f"{prefix}{shown}: {_string(value)}\n")
+        elif isinstance(value, dict) and value:
+            out.append(f"{prefix}{shown}:\n")
             _mapping(value, indent + 2, " " * (indent + 2), out)
         elif isinstance(value, list) and value:
-            out.append(f"{prefix}{_key(key)}:\n")
+            out.append(f"{prefix}{shown}:\n")
             _sequence(value, indent + 2, " " * (indent + 2), out)
         else:
-            out.append(f"{prefix}{_key(key)}: {_scalar(value)}\n")
+            out.append(f"{prefix}{shown}: {_scalar(value)}\n")
         prefix = pad
 
 

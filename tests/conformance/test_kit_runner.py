@@ -49,7 +49,8 @@ def test_reference_passes_every_case_in_process(both_runs) -> None:  # type: ign
 def test_stdio_gives_the_same_status_for_every_case(both_runs) -> None:  # type: ignore[no-untyped-def]
     in_process, over_stdio = both_runs
     assert {c.id: c.status for c in in_process.run.cases} == {c.id: c.status for c in over_stdio.run.cases}
-    assert over_stdio.run.implementation.adapter == "reference-stdio"
+    assert over_stdio.run.implementation.adapter == "stdio"  # the transport, as docs/results.md says
+    assert in_process.run.implementation.adapter == "in-process"
 
 
 def test_stdio_snapshots_equal_in_process_snapshots(both_runs) -> None:  # type: ignore[no-untyped-def]

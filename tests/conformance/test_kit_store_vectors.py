@@ -139,7 +139,7 @@ def test_every_store_vector_case_passes_over_stdio_with_validated_messages(
 ) -> None:
     _, over_stdio = both_runs
     assert [(c.id, c.reason) for c in over_stdio.run.cases if c.status is not CaseStatus.PASSED] == []
-    assert over_stdio.run.implementation.adapter == "reference-stdio"
+    assert over_stdio.run.implementation.adapter == "stdio"  # the transport
 
 
 def test_the_two_operations_are_in_the_message_set() -> None:

@@ -123,7 +123,7 @@ def test_every_vector_case_passes_in_process(both_runs: tuple[RunOutcome, RunOut
 def test_stdio_gives_every_vector_case_the_same_status(both_runs: tuple[RunOutcome, RunOutcome]) -> None:
     in_process, over_stdio = both_runs
     assert {c.id: c.status for c in over_stdio.run.cases} == {c.id: c.status for c in in_process.run.cases}
-    assert over_stdio.run.implementation.adapter == "reference-stdio"
+    assert over_stdio.run.implementation.adapter == "stdio"  # the transport
     assert over_stdio.snapshots == {}  # a vector case has no snapshot
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xmlschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -245,41 +246,20 @@ def test_documented_json_example_is_a_valid_results_document() -> None:
 
 # --- JUnit ---------------------------------------------------------------------------------------------
 
-# The structure we promise, checked by hand: element -> (allowed attributes, allowed children).
-JUNIT_SHAPE: dict[str, tuple[set[str], set[str]]] = {
-    "testsuites": ({"name", "tests", "failures", "errors", "skipped", "time"}, {"testsuite"}),
-    "testsuite": (
-        {"name", "tests", "failures", "errors", "skipped", "time", "timestamp"},
-        {"properties", "testcase"},
-    ),
-    "properties": (set(), {"property"}),
-    "property": ({"name", "value"}, set()),
-    "testcase": ({"classname", "name", "time"}, {"properties", "failure", "error", "skipped"}),
-    "failure": ({"message", "type"}, set()),
-    "error": ({"message", "type"}, set()),
-    "skipped": ({"message", "type"}, set()),
-}
-
-
-def check_junit_shape(element: ET.Element) -> None:
-    attributes, children = JUNIT_SHAPE[element.tag]
-    assert set(element.attrib) <= attributes, (element.tag, set(element.attrib) - attributes)
-    for child in element:
-        assert child.tag in children, (element.tag, child.tag)
-        check_junit_shape(child)
+JUNIT_SCHEMA = xmlschema.XMLSchema(ROOT / "schemas" / "junit-10.xsd")  # Jenkins' schema, vendored
 
 
 def test_junit_parses_with_one_suite_per_area_and_right_counts(tmp_path: Path) -> None:
     path = tmp_path / "junit.xml"
     write_junit(mixed_run(), path)
+    JUNIT_SCHEMA.validate(str(path))
     root = ET.parse(path).getroot()
-    check_junit_shape(root)
     assert root.tag == "testsuites"
     assert {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
         "tests": "5",
         "failures": "1",
         "errors": "1",
-        "skipped": "1",
+        "skipped": None,  # junit-10.xsd has no skipped count on the root; each suite has one
     }
     suites = root.findall("testsuite")
     assert [s.get("name") for s in suites] == ["lifecycle", "turns"]
@@ -302,7 +282,7 @@ def test_junit_counts_each_status_separately() -> None:
     ]
     root = junit_tree(make_run(*cases, catalogue=[]))
     counts = {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")}
-    assert counts == {"tests": "10", "failures": "2", "errors": "1", "skipped": "4"}
+    assert counts == {"tests": "10", "failures": "2", "errors": "1", "skipped": None}
     a, b = root.findall("testsuite")
     assert {k: a.get(k) for k in counts} == {"tests": "6", "failures": "2", "errors": "1", "skipped": "0"}
     assert {k: b.get(k) for k in counts} == {"tests": "4", "failures": "0", "errors": "0", "skipped": "4"}
@@ -312,32 +292,40 @@ def test_junit_testcase_children_follow_the_case_status() -> None:
     root = junit_tree(mixed_run())
     by_name = {tc.get("name"): tc for tc in root.iter("testcase")}
     passed = by_name["lifecycle/start-emits-started"]
-    assert [child.tag for child in passed] == ["properties"]
+    assert [child.tag for child in passed] == ["system-out"]
     assert passed.get("time") == "0.005"
 
     failure = by_name["lifecycle/abort-idle-is-noop"].find("failure")
     assert failure is not None
-    assert failure.get("message") == "2 expected observations not met"
+    assert str(failure.get("message")).startswith(
+        "[spec failure] 2 expected observations not met | clauses: AS-LIFE-002 ("
+    )
     assert 'at state: expected "idle", got "aborted" (wrong state)' in (failure.text or "")
 
-    error = by_name["turns/tool-loop"].find("error")
+    errored = by_name["turns/tool-loop"]
+    error = errored.find("error")
     assert error is not None
-    assert error.get("message") == "process exited 1"
-    assert "panic: x" in (error.text or "")
+    assert str(error.get("message")).startswith("process exited 1")
+    assert "panic: x" not in (error.text or "")
+    assert "panic: x" in (errored.findtext("system-err") or "")  # where CI readers show it
 
     skipped = by_name["turns/compaction-ack"].find("skipped")
     assert skipped is not None
     assert skipped.get("message") == "unsupported: needs capability compaction"
 
 
-def test_junit_lists_clause_ids_as_properties() -> None:
+def test_junit_names_the_clauses_in_system_out_and_the_implementation_on_suites() -> None:
     root = junit_tree(mixed_run())
     testcase = next(tc for tc in root.iter("testcase") if tc.get("name") == "turns/stream-order")
-    clauses = [p.get("value") for p in testcase.findall("properties/property") if p.get("name") == "clause"]
-    assert clauses == ["AS-LIFE-001", "AS-TEST-101"]
+    out = (testcase.findtext("system-out") or "").splitlines()
+    assert [line.split()[1] for line in out if line.startswith("checks ")] == ["AS-LIFE-001", "AS-TEST-101"]
     suite_props = {p.get("name"): p.get("value") for p in root.findall("testsuite/properties/property")}
     assert suite_props["implementation"] == "acme"
-    assert suite_props["adapter"] == "stdio"
+    assert suite_props["implementation.adapter"] == "stdio"
+    assert {s.get("file") for s in root.iter("testsuite")} == {
+        "fixtures/transcripts/lifecycle",
+        "fixtures/transcripts/turns",
+    }
 
 
 def test_junit_survives_control_characters_in_stderr(tmp_path: Path) -> None:
@@ -350,7 +338,8 @@ def test_junit_survives_control_characters_in_stderr(tmp_path: Path) -> None:
     assert error is not None
     assert error.get("message") == 'died <badly> & "loud"'
     # control characters an implementation wrote are shown as visible escapes, never passed through
-    assert "\\x1b[31mred\\x1b[0m\\x00!" in (error.text or "")
+    system_err = ET.parse(path).getroot().findtext(".//system-err") or ""
+    assert "\\x1b[31mred\\x1b[0m\\x00!" in system_err
     assert "\x1b" not in path.read_text(encoding="utf-8")
 
 
@@ -364,14 +353,14 @@ def test_markdown_has_area_table_failures_and_untested_clauses(tmp_path: Path) -
     assert "| lifecycle | 1 | 1 | 0 | 0 | 2 |" in text
     assert "| turns | 1 | 0 | 1 | 1 | 3 |" in text
     assert "| **Total** | 2 | 1 | 1 | 1 | 5 |" in text
-    failures = text.split("## Failed and errored cases", 1)[1]
-    assert "### `lifecycle/abort-idle-is-noop`" in failures
-    assert '| `state` | `"idle"` | `"aborted"` | wrong state |' in failures
-    assert "### `turns/tool-loop`" in failures
+    failures = text.split("## Failed and errored cases (2)", 1)[1]
+    assert "<summary><code>lifecycle/abort-idle-is-noop</code>" in failures
+    assert 'at state: expected "idle", got "aborted" (wrong state)' in failures
+    assert "<summary><code>turns/tool-loop</code>" in failures
     assert "panic: x" in failures
     assert "`lifecycle/start-emits-started`" not in failures
     untested = text.split("### Untested clauses", 1)[1]
-    assert "- AS-TEST-009" in untested
+    assert "AS-TEST-009" in untested
     assert "AS-LIFE-001" not in untested
     assert "exit 1: FAILED" in text
 
@@ -383,11 +372,12 @@ def test_markdown_of_a_passing_run_has_no_failure_section() -> None:
     assert "### Untested clauses\n\nNone." in text
 
 
-def test_markdown_escapes_table_cells_and_fences_stderr() -> None:
+def test_markdown_escapes_html_and_fences_stderr() -> None:
     run = make_run(
         case(
             "a/b",
             "failed",
+            title="<b>bold</b> | pipe",
             reason="a | b",
             differences=[{"path": "x|y", "expected": "`tick`", "actual": "p|q", "message": "m | n"}],
         ),
@@ -395,9 +385,8 @@ def test_markdown_escapes_table_cells_and_fences_stderr() -> None:
         catalogue=[],
     )
     text = markdown_report(run)
-    row = next(line for line in text.splitlines() if line.startswith("| ``") or "x\\|y" in line)
-    assert row.count(" | ") == 3  # four cells, pipes inside them escaped
-    assert "m \\| n" in row
+    assert "&lt;b&gt;bold&lt;/b&gt;" in text
+    assert "<b>bold" not in text
     assert "````text\n```\ninside\n```\n````" in text
 
 
@@ -412,10 +401,14 @@ def test_markdown_reports_the_baseline_comparison() -> None:
     )
     text = markdown_report(run)
     assert "File: `known.yaml`" in text
-    assert "- New failures: `turns/tool-loop`" in text
-    assert "- Stale entries: `turns/fixed` (passes)" in text
-    assert "- Status: failed (known failure)" in text
-    assert "- Status: errored (not in the baseline)" in text
+    assert "- New failures: 1: `turns/tool-loop`" in text
+    assert "- Stale entries: 1: `turns/fixed` (passes)" in text
+    # the new failure comes first, in full; the known one is collapsed under the baseline
+    new = text.index("## New failures (1)")
+    assert text.index("<summary><code>turns/tool-loop</code>") > new
+    assert "(errored, new: not in the baseline)" in text
+    assert "<summary><code>lifecycle/abort-idle-is-noop</code>" not in text
+    assert "<summary>1 known failure(s)</summary>" in text
 
 
 # --- terminal ------------------------------------------------------------------------------------------
@@ -489,11 +482,12 @@ def test_summary_has_area_table_first_difference_and_exit_line() -> None:
         "total": ["2", "1", "1", "1", "5"],
     }
     failed_at = lines.index(
-        "FAILED lifecycle/abort-idle-is-noop [AS-LIFE-002]: 2 expected observations not met"
+        "FAILED lifecycle/abort-idle-is-noop (spec failure): 2 expected observations not met"
     )
-    assert lines[failed_at + 1] == '    at events[0].type: expected null, got "session:aborted" (unexpected)'
-    assert lines[failed_at + 2] == "    ... and 1 more difference(s)"
-    assert "ERRORED turns/tool-loop [AS-TEST-001]: process exited 1" in lines
+    assert lines[failed_at + 1].startswith("    clause AS-LIFE-002 (")  # with its summary
+    assert lines[failed_at + 2] == '    at events[0].type: expected null, got "session:aborted" (unexpected)'
+    assert lines[failed_at + 3] == '    at state: expected "idle", got "aborted" (wrong state)'
+    assert "ERRORED turns/tool-loop: process exited 1" in lines
     assert "2 passed, 1 unsupported, 1 failed (1 spec, 0 kit-choice), 1 errored in 1.23s" in lines
     assert lines[-1] == "exit 1: FAILED (2 failed or errored cases)"
 
@@ -513,7 +507,8 @@ def test_summary_reports_baseline_and_its_verdict() -> None:
     TerminalReporter(stream, environ={}).summary(known)
     text = stream.getvalue()
     assert "baseline known.yaml: 1 known, 0 new, 0 stale" in text
-    assert "FAILED a/b (known failure): failed for a reason" in text
+    assert "1 known failure(s), as the baseline expects" in text
+    assert "FAILED a/b" not in text  # a known failure is counted, not repeated
     assert text.rstrip().endswith("exit 0: OK (1 known failure in the baseline)")
 
     stale = known.with_baseline(
@@ -526,7 +521,7 @@ def test_summary_reports_baseline_and_its_verdict() -> None:
     stream = io.StringIO()
     TerminalReporter(stream, environ={}).summary(stale)
     assert "    stale: a/c (now passes)" in stream.getvalue()
-    assert stream.getvalue().rstrip().endswith("exit 1: FAILED (1 stale baseline entry)")
+    assert stream.getvalue().rstrip().endswith("exit 1: FAILED (1 stale baseline entry: a/c)")
 
 
 def test_exit_line_names_empty_and_unstarted_runs() -> None:
@@ -578,10 +573,10 @@ def test_every_valid_run_yields_schema_valid_json_parseable_junit_and_markdown(
     run = make_run(*cases)
     document = results_document(run)  # raises if the schema and the model disagree
     assert RunResult.model_validate(json.loads(json.dumps(document))) == run
-    root = ET.fromstring(ET.tostring(junit_tree(run), encoding="utf-8"))
-    check_junit_shape(root)
-    assert root.get("tests") == str(len(cases))
+    xml = ET.tostring(junit_tree(run), encoding="unicode")
+    JUNIT_SCHEMA.validate(xml)
+    assert ET.fromstring(xml).get("tests") == str(len(cases))
     text = markdown_report(run)
     for failed in run.failures():
-        assert f"`{failed.id}`" in text
+        assert f"<code>{failed.id}</code>" in text
     TerminalReporter(io.StringIO(), environ={}).summary(run)

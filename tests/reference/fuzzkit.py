@@ -22,6 +22,7 @@ __all__ = [
     "FUZZ",
     "HOSTILE",
     "JSON",
+    "ROUND_TRIP",
     "SQLITE_VALUES",
     "mutated",
     "only_documented",
@@ -34,11 +35,15 @@ __all__ = [
 ]
 
 #: Every fuzz target runs 2,000 examples, with no per-example deadline (the machine is shared).
+#: ``ROUND_TRIP`` (500) is for the extra codec properties that are not a public parser or a pure.* method.
 FUZZ = settings(
     max_examples=2000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
+
+
+ROUND_TRIP = settings(FUZZ, max_examples=500)
 
 
 def only_documented(call: Callable[[], Any]) -> Any:
@@ -59,8 +64,8 @@ _SCALARS = (
 )
 JSON = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
 )
 #: Values no JSON parser produces, as a careless caller could pass them.
 HOSTILE = JSON | st.sampled_from([b"\x00", (), (1, "a"), frozenset(), object(), math.nan, 1j, [[[]]] * 3])

@@ -17,6 +17,7 @@ import pytest
 from fuzzkit import (
     FUZZ,
     HOSTILE,
+    ROUND_TRIP,
     SQLITE_VALUES,
     mutated,
     only_documented,
@@ -281,14 +282,14 @@ def _stored_session_rows(draw: st.DrawFn) -> dict[str, Any]:
     return row
 
 
-@FUZZ
+@ROUND_TRIP
 @given(_stored_session_rows())
 def test_session_row_reader_raises_only_store_errors(row: dict[str, Any]) -> None:
     with contextlib.suppress(StoreError):
         session_from_row(row)
 
 
-@FUZZ
+@ROUND_TRIP
 @given(quick_record())
 def test_a_session_row_the_codec_writes_always_reads_back(data: Any) -> None:
     record = _record(data)
