@@ -64,6 +64,7 @@ from relavium_reference._model.messages import (
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft
 from relavium_reference._model.shapes import AgentSnapshot, FallbackEntry, SessionContext, parse_strict
+from relavium_reference._model.strict_schema import strict_clean
 from relavium_reference._model.tools import (
     UNKNOWN_TOOL,
     ApprovalRequest,
@@ -178,4 +179,5 @@ __all__ = [
     "parse_strict",
     "reconstruct_session_state",
     "resume_state_problem",
+    "strict_clean",
 ]

@@ -21,10 +21,11 @@ from relavium_reference._model.events import SessionEvent
 from relavium_reference._model.llm import LlmRequest, StreamChunk
 from relavium_reference._model.records import CompletedTurn, CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext
+from relavium_reference._model.strict_schema import strict_clean
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
 from relavium_reference._rules.resume import SessionResumeState
 
-__all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "write_schemas"]
+__all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "strict_clean", "write_schemas"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _ID_BASE = "https://relavium.dev/conformance/schemas/"
@@ -73,7 +74,8 @@ def engine_schemas() -> dict[str, dict[str, Any]]:
 
 
 def render(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The committed text of a generated schema: strict-clean (:func:`strict_clean`), sorted, indented."""
+    return json.dumps(strict_clean(schema), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write_schemas(directory: Path) -> list[Path]:

@@ -46,8 +46,10 @@ def _arms() -> dict[str, tuple[Draft202012Validator, Draft202012Validator]]:
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
     arms: dict[str, tuple[Draft202012Validator, Draft202012Validator]] = {}
-    for kind, ref in schema["discriminator"]["mapping"].items():
-        closed = {**defs[ref.rsplit("/", 1)[-1]], "$defs": defs}
+    for arm in schema["oneOf"]:  # one arm per event type, told apart by its "type" constant
+        definition = defs[arm["$ref"].rsplit("/", 1)[-1]]
+        closed = {**definition, "$defs": defs}
+        kind = definition["properties"]["type"]["const"]
         arms[kind] = (Draft202012Validator(_open(closed)), Draft202012Validator(closed))
     return arms
 

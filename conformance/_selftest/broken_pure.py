@@ -147,11 +147,11 @@ def _nondeterministic(record: AgentSessionRecord, messages: Sequence[SessionMess
     return document, dump_yaml(document)
 
 
-def _flow_style_text(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> tuple[Document, str]:
-    import json
-
-    document, _text = export_workflow(record, messages)
-    return document, json.dumps(document, sort_keys=True) + "\n"  # JSON is YAML, but not the canonical text
+def _lookalikes_plain(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> tuple[Document, str]:
+    document, text = export_workflow(record, messages)
+    for word in ("yes", "no", "on", "off"):  # still strings to YAML 1.2, booleans to a YAML 1.1 reader
+        text = text.replace(f": '{word}'\n", f": {word}\n")
+    return document, text
 
 
 def _is_legacy_user(rows: Sequence[SessionMessage], index: int) -> bool:
@@ -422,10 +422,10 @@ PURE_BREAKS: tuple[BrokenImplementation, ...] = (
         _nondeterministic,
     ),
     _export(
-        "export-json-text",
-        "the export text is JSON, not the canonical YAML text",
+        "export-lookalikes-unquoted",
+        "strings a YAML 1.1 reader takes for booleans (yes, no, on, off) are written plain",
         ("AS-EXP-047",),
-        _flow_style_text,
+        _lookalikes_plain,
     ),
     _export(
         "export-legacy-users-dropped",

@@ -350,7 +350,9 @@ def error_from_rpc(error: RpcError) -> OperationError:
 def _schema(shape: Any) -> dict[str, Any]:
     if shape is None:
         return {"type": "null"}
-    return TypeAdapter(shape).json_schema(by_alias=True)
+    from relavium_reference import strict_clean  # strict validators refuse pydantic's discriminator
+
+    return dict(strict_clean(TypeAdapter(shape).json_schema(by_alias=True)))
 
 
 def protocol_schemas() -> dict[str, dict[str, Any]]:

@@ -49,7 +49,7 @@ class RecordedRequest(WireModel):
 
 
 def load_script(path: str | Path) -> ProviderScript:
-    data = YAML(typ="safe").load(Path(path).read_text(encoding="utf-8"))
+    data = YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
     return parse_strict(ProviderScript, data)
 
 

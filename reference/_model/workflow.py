@@ -210,7 +210,11 @@ def workflow_json_schema() -> dict[str, Any]:
 
 def render_schema() -> str:
     """The committed text of ``schemas/workflow.schema.json``."""
-    return json.dumps(workflow_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    from relavium_reference._model.strict_schema import strict_clean
+
+    return (
+        json.dumps(strict_clean(workflow_json_schema()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    )
 
 
 if __name__ == "__main__":  # regenerate: python -m relavium_reference._model.workflow [schemas dir]

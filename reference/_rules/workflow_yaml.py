@@ -37,7 +37,7 @@ from ruamel.yaml.events import (
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._rules.yaml_fast import fast_dump
+from relavium_reference._rules.yaml_fast import YAML11_LOOKALIKE, fast_dump
 
 __all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "ruamel_dump", "utf16_key"]
 
@@ -58,7 +58,7 @@ class _Representer(SafeRepresenter):
         self.sort_base_mapping_type_on_output = False  # keys arrive sorted by ``_sorted``
 
     def represent_str(self, data: str) -> Any:
-        style = '"' if _NEEDS_DOUBLE_QUOTES.search(data) else None
+        style = '"' if _NEEDS_DOUBLE_QUOTES.search(data) else ("'" if YAML11_LOOKALIKE.match(data) else None)
         return self.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 

@@ -56,6 +56,19 @@ def _implicit_table() -> dict[str, tuple[tuple[bool, Callable[[str], object]], .
 
 
 _IMPLICIT = _implicit_table()
+# Plain scalars a YAML 1.1 resolver reads as a boolean, null, number or timestamp: always quoted.
+YAML11_LOOKALIKE = re.compile(
+    r"""^(?:
+        y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+      | ~|null|Null|NULL
+      | [-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+      | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+      | [-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)? | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?
+    )$""",
+    re.X,
+)
 
 
 def _string(text: str) -> str:
@@ -64,6 +77,7 @@ def _string(text: str) -> str:
     if not _PRINTABLE_LINE.fullmatch(text):
         raise _Fallback
     plain = not (text[-1] in " :" or ": " in text or " #" in text or _NOT_PLAIN_START.match(text) is not None)
+    plain = plain and not YAML11_LOOKALIKE.match(text)  # a YAML 1.1 reader would misread it (KD-EXP-6)
     if plain:
         for is_str, match in _IMPLICIT.get(text[0], ()):
             if match(text):

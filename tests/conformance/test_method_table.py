@@ -12,6 +12,7 @@ from relavium_conformance._data import schemas_dir
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._reference.store_impl import ReferenceStoreImplementation
 from relavium_conformance._run.execute import CaseWorld
+from relavium_conformance._store.protocol import FACES, STORE_METHODS
 from relavium_conformance._wire.protocol import (
     CASE_OPERATIONS,
     METHODS,
@@ -23,12 +24,19 @@ from relavium_conformance._wire.protocol import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
+STORE_CAPABILITIES = {"session-store", "store:clock", *(f"store:{face}" for face in FACES)}
+
+
+def _server(row: Method) -> type:
+    """Who serves a row: the session-store profile's reference store, or the session engine."""
+    return ReferenceStoreImplementation if row in STORE_METHODS else ReferenceImplementation
+
+
 @pytest.mark.parametrize("row", METHODS, ids=lambda row: row.name)
 def test_every_method_has_its_handler_its_schema_and_a_known_capability(row: Method) -> None:
     if row.direction == "kit":
         assert row.serve is not None
-        server = ReferenceStoreImplementation if _store_row(row) else ReferenceImplementation
-        assert callable(getattr(server, row.serve, None))
+        assert callable(getattr(_server(row), row.serve, None))
         assert row.answer is None
     else:
         assert row.answer is not None
@@ -36,20 +44,15 @@ def test_every_method_has_its_handler_its_schema_and_a_known_capability(row: Met
         assert row.serve is None
         assert row.case_op is None
     assert (schemas_dir() / "protocol" / "methods" / f"{row.name}.schema.json").is_file()
-    assert row.capability in CAPABILITIES or (_store_row(row) and row.capability.startswith("store:"))
-
-
-def _store_row(row: Method) -> bool:
-    """The session-store profile's rows are served by the reference store implementation."""
-    return row.name.startswith("store.") or (row.pure and row.capability == "session-store")
+    assert row.capability in (STORE_CAPABILITIES if row in STORE_METHODS else CAPABILITIES)
 
 
 def test_no_handler_exists_outside_the_table() -> None:
     served = {name for name in dir(ReferenceImplementation) if name.startswith("on_")}
     store_served = {name for name in dir(ReferenceStoreImplementation) if name.startswith("on_")}
     answered = {name for name in dir(CaseWorld) if name.startswith("on_")}
-    assert served == {row.serve for row in METHODS if row.serve and not _store_row(row)}
-    assert store_served == {row.serve for row in METHODS if row.serve and _store_row(row)}
+    assert served == {row.serve for row in METHODS if row.serve and row not in STORE_METHODS}
+    assert store_served == {row.serve for row in STORE_METHODS if row.serve}
     assert answered == {row.answer for row in METHODS if row.answer}
 
 

@@ -39,7 +39,7 @@ def _vector_files() -> list[Path]:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    loaded = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    loaded = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
 

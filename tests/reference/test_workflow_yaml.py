@@ -55,18 +55,27 @@ def test_nasty_string_survives_as_a_string(value: str) -> None:
 
 @pytest.mark.clauses("AS-EXP-046")
 def test_keys_are_sorted_by_utf16_code_units_at_every_level() -> None:
-    data = {"b": {"z": 1, "\U0001f600": 2, "\uffff": 3, "A": 4}, "a": [{"y": 1, "x": 2}]}
+    data = {"b": {"z": 1, "\U0001f600": 2, "\uffff": 3, "A": 4}, "a": [{"w2": 1, "w1": 2}]}
     text = dump_yaml(data)
     assert text.index("a:") < text.index("b:")
     # U+1F600 is D83D DE00 in UTF-16, which sorts before U+FFFF (code-point order would swap them).
     assert text.index("A:") < text.index("z:") < text.index("\U0001f600") < text.index("uFFFF")
-    assert text.index("x:") < text.index("y:")
+    assert text.index("w1:") < text.index("w2:")
 
 
 @pytest.mark.clauses("AS-EXP-046")
 def test_sequences_keep_their_order() -> None:
     assert load_yaml(dump_yaml({"k": [3, 1, 2]})) == {"k": [3, 1, 2]}
     assert dump_yaml({"k": ["b", "a"]}) == "k:\n  - b\n  - a\n"
+
+
+@pytest.mark.parametrize("value", ["yes", "no", "on", "off", "y", "N", "1:20", "0o17", "012", ".inf", "~"])
+def test_yaml_1_1_lookalikes_are_quoted(value: str) -> None:
+    text = dump_yaml({"k": value, value: 1})
+    assert f"k: {value}\n" not in text
+    assert f"\n{value}: 1" not in text
+    assert not text.startswith(f"{value}: 1")
+    assert load_yaml(text) == {"k": value, value: 1}
 
 
 def test_long_lines_are_not_folded_and_unicode_is_kept() -> None:

@@ -1,0 +1,94 @@
+"""The properties an exported YAML text must have, checked on the text itself (KD-EXP-6).
+
+The kit does not demand one library's bytes.  It reads the text as data (that is compared with the
+expected document elsewhere) and checks what any reader in any language relies on:
+
+* mapping keys are sorted at every level (by UTF-16 code units, as the spec's sort does);
+* no plain (unquoted) scalar that is a string in the document looks like something else to a YAML 1.1
+  reader: ``yes``, ``no``, ``on``, ``off``, ``y``, ``n``, ``~``, sexagesimal numbers such as ``1:20``,
+  octal or binary forms, ``.inf`` and the like (a YAML 1.2 reader takes them as strings, a 1.1 reader
+  as booleans or numbers).
+
+Determinism (the same input gives byte-identical text) is checked by the caller, which exports twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ruamel.yaml import YAML
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from relavium_conformance._report.results import Difference
+
+__all__ = ["YAML11_LOOKALIKE", "text_property_differences"]
+
+# Plain scalars a YAML 1.1 resolver reads as a boolean, null, integer, float or timestamp.
+YAML11_LOOKALIKE = re.compile(
+    r"""^(?:
+        y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+      | ~|null|Null|NULL
+      | [-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+      | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+      | [-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)? | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?
+    )$""",
+    re.X,
+)
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _utf16(text: str) -> list[int]:
+    data = text.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def _walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
+    yield path, node
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            yield from _walk(value, f"{path}.{key.value}")
+    elif isinstance(node, SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _walk(item, f"{path}[{index}]")
+
+
+def text_property_differences(text: str, path: str) -> list[Difference]:
+    """How ``text`` breaks the text properties (empty: it has them all); unreadable text is one."""
+    try:
+        root = YAML(typ="safe", pure=True).compose(text)
+    except Exception as exc:  # the composer raises many unrelated types for bad input
+        return [Difference(path=path, message=f"the YAML text cannot be read: {type(exc).__name__}")]
+    if root is None:
+        return [Difference(path=path, message="the YAML text holds no document")]
+    out: list[Difference] = []
+    for where, node in _walk(root, path):
+        if isinstance(node, MappingNode):
+            keys = [str(key.value) for key, _value in node.value]
+            if keys != sorted(keys, key=_utf16):
+                out.append(
+                    Difference(
+                        path=where,
+                        message="mapping keys are not sorted (KD-EXP-6)",
+                        expected=sorted(keys, key=_utf16),
+                        actual=keys,
+                        kit_defined=("KD-EXP-6",),
+                    )
+                )
+        elif (
+            isinstance(node, ScalarNode)
+            and node.style is None
+            and node.tag == _STR_TAG
+            and YAML11_LOOKALIKE.match(node.value)
+        ):
+            out.append(
+                Difference(
+                    path=where,
+                    message="a string a YAML 1.1 reader takes for another type is not quoted (KD-EXP-6)",
+                    actual=node.value,
+                    kit_defined=("KD-EXP-6",),
+                )
+            )
+    return out
