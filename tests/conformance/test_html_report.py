@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from test_report_diffs import _prompt_editing_factory
 
 from relavium_conformance._cli import main
 from relavium_conformance._corpus.cases import load_cases
@@ -24,7 +25,6 @@ from relavium_conformance._report.html import compliance_page
 from relavium_conformance._report.results import ClauseStatus, FailureKind, RunResult
 from relavium_conformance._report.writers import read_json, write_json
 from relavium_conformance._run.runner import run_cases
-from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter
 
 _BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "chrome")
@@ -32,7 +32,7 @@ BROWSER = next((found for name in _BROWSERS if (found := shutil.which(name))), N
 needs_browser = pytest.mark.skipif(
     BROWSER is None, reason="no Chromium binary found (apt-get install chromium-headless-shell)"
 )
-SELECTED = ("vectors/export/document", "lifecycle/abort-idle-noop", "lifecycle/plain-turn-event-order")
+SELECTED = ("vectors/export/turns", "lifecycle/abort-idle-noop", "lifecycle/plain-turn-event-order")
 
 
 def _browser(tmp: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -95,7 +95,7 @@ def _runs(folder: Path) -> list[Path]:
     paths = []
     for name, factory in (
         ("reference", ReferenceImplementation),
-        ("broken", broken_by_name("export-yaml-keys-unsorted").factory()),
+        ("broken", _prompt_editing_factory),  # a multi-line text differs: the page shows its diff
     ):
         run = asyncio.run(run_cases(InProcessAdapter(name, factory), cases, snapshots=False)).run
         path = folder / f"{name}.json"

@@ -99,13 +99,29 @@ def test_a_dropped_export_node_is_named_missing_and_its_merged_text_diffed() -> 
     assert "+second" in merged.diff
 
 
-def test_an_unsorted_yaml_export_shows_a_unified_diff() -> None:
-    broken = broken_by_name("export-yaml-keys-unsorted")
-    run = _run(broken.factory(), _cases("vectors/export/document"))
-    case = _failed(run, "vectors/export/document")
+def _prompt_editing_factory(callback: Callback) -> ReferenceImplementation:
+    """The reference engine, but a multi-line prompt of the exported document loses its last line."""
+
+    class Editing(ReferenceImplementation):
+        async def on_pure_export_workflow(self, params: Any) -> Any:
+            answer = await super().on_pure_export_workflow(params)
+            for node in answer["document"]["workflow"]["nodes"]:
+                prompt = node.get("prompt_template")
+                if isinstance(prompt, str) and "\n" in prompt:
+                    node["prompt_template"] = prompt.rsplit("\n", 1)[0] + "\nWhat is right?"
+            return answer
+
+    return Editing(callback, name="prompt-editing")
+
+
+def test_a_changed_multi_line_text_shows_a_unified_diff() -> None:
+    run = _run(_prompt_editing_factory, _cases("vectors/export/turns"))
+    case = _failed(run, "vectors/export/turns")
     texts = [d for d in case.differences if d.diff is not None]
     assert texts
     assert texts[0].diff.startswith("--- expected\n+++ actual\n@@")  # type: ignore[union-attr]
+    assert "-What is wrong?" in texts[0].diff  # type: ignore[operator]
+    assert "+What is right?" in texts[0].diff  # type: ignore[operator]
     assert isinstance(texts[0].expected, str)
     assert isinstance(texts[0].actual, str)
 
