@@ -5,8 +5,8 @@ the same file (another connection, another process, a restart) reaches every ses
 
 * **Ownership** is a table whose primary key is the session id: ``register`` is an
   ``INSERT ... ON CONFLICT DO NOTHING``, so the first write wins across connections and processes by
-  the database's own uniqueness, never by read-then-write.  A first write whose owner is neither a
-  string nor null is refused (``invalid_owner``); later calls are silent.
+  the database's own uniqueness, never by read-then-write.  An opening registration with an owner
+  that is not text (and not ``None``) fails loudly (``invalid_owner``); any later one changes nothing.
 * **Incarnation** is minted in the ``INSERT`` that creates the row and never rewritten.
 * **Placements** (all six obligations): a placed row carries its tuple, written once at creation;
   ``list`` never shows it; ``release`` of a placed id deletes entries, then the row, then the ownership
