@@ -15,20 +15,25 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NoReturn, TextIO
+
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.results import ExitCode
 
 __all__ = [
     "EXIT_USAGE",
     "PROG",
     "KitArgumentParser",
     "VersionAction",
+    "add_report_options",
     "check_output_path",
     "check_readable_file",
     "error_line",
     "positive_count",
     "positive_seconds",
+    "run_guarded",
     "suggest",
 ]
 
@@ -141,6 +146,30 @@ def check_output_path(path: Path, option: str) -> str | None:
     if path.exists() and not os.access(path, os.W_OK):
         return f"{option} {path}: the file is not writable"
     return None
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """``--json``, ``--junit`` and ``--markdown``: the report files a run-like command writes."""
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+
+
+def run_guarded(command: str, args: argparse.Namespace, body: Callable[[argparse.Namespace], int]) -> int:
+    """Check the report paths before any work, then run ``body``; a usage error is one line, exit 2."""
+    problems = [
+        problem
+        for path, option in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
+        if path is not None and (problem := check_output_path(path, option)) is not None
+    ]
+    if problems:
+        error_line(command, "; ".join(problems))
+        return int(ExitCode.USAGE)
+    try:
+        return body(args)
+    except KitUsageError as exc:
+        error_line(command, str(exc))
+        return int(ExitCode.USAGE)
 
 
 def check_readable_file(path: Path, option: str) -> str | None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from relavium_conformance._cli._common import check_output_path, error_line, positive_seconds
+from relavium_conformance._cli._common import (
+    add_report_options,
+    positive_seconds,
+    run_guarded,
+)
 from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.results import exit_code
 from relavium_conformance._report.writers import (
     TerminalReporter,
     write_github_summary,
@@ -48,27 +51,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="seconds per operation, above 0 (default 15)",
     )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
-    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    add_report_options(parser)
     parser.add_argument("--github-summary", action="store_true", help="append Markdown to the job summary")
     parser.set_defaults(handler=interop_command)
 
 
 def interop_command(args: argparse.Namespace) -> int:
-    problems = [
-        problem
-        for path, option in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
-        if path is not None and (problem := check_output_path(path, option)) is not None
-    ]
-    if problems:
-        error_line("interop", "; ".join(problems))
-        return int(ExitCode.USAGE)
-    try:
-        return _interop(args)
-    except KitUsageError as exc:
-        error_line("interop", str(exc))
-        return int(ExitCode.USAGE)
+    return run_guarded("interop", args, _interop)
 
 
 def _interop(args: argparse.Namespace) -> int:
