@@ -116,7 +116,9 @@ class ProviderErrorStep(KitStrict):
     @classmethod
     def _known(cls, name: str) -> str:
         if name not in provider_errors():
-            raise ValueError(f"no recorded provider error named {name!r} (fixtures/wire/provider-errors.yaml)")
+            raise ValueError(
+                f"no recorded provider error named {name!r} (fixtures/wire/provider-errors.yaml)"
+            )
         return name
 
     def seam_chunk(self) -> dict[str, Any]:

@@ -59,7 +59,9 @@ class _RateLimitAsOverflow(_RewritesChunks):
 
     def _change(self, chunk: StreamChunk) -> StreamChunk:
         if isinstance(chunk, StreamErrorChunk) and chunk.error.kind is LlmErrorKind.RATE_LIMIT:
-            error = chunk.error.model_copy(update={"kind": LlmErrorKind.CONTEXT_OVERFLOW, "evidence": "official"})
+            error = chunk.error.model_copy(
+                update={"kind": LlmErrorKind.CONTEXT_OVERFLOW, "evidence": "official"}
+            )
             return chunk.model_copy(update={"error": error})
         return chunk
 

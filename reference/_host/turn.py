@@ -71,10 +71,10 @@ __all__ = [
     "Recovered",
     "Recovery",
     "RecoveryRefused",
-    "WindowLookup",
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
+    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -92,6 +92,7 @@ WindowLookup = Callable[[ProviderId, str], "int | None"]
 
 def _no_window(provider: ProviderId, model: str) -> int | None:
     return None
+
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.VALIDATION: "the provider refused the request as invalid",

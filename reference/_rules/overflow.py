@@ -36,10 +36,10 @@ from relavium_reference._model.vocabulary import LlmErrorKind
 __all__ = [
     "DIALECTS",
     "OFFICIAL_BASE_URLS",
+    "WINDOW_SIZE_UNKNOWN",
     "Dialect",
     "OverflowEvidence",
     "RecoveryFacts",
-    "WINDOW_SIZE_UNKNOWN",
     "classify_provider_error",
     "is_native_context_stop",
     "is_official_base_url",

@@ -107,7 +107,10 @@ def test_classification_is_total_and_a_429_is_never_an_overflow(
 def test_the_overflow_message_names_model_window_and_tools() -> None:
     from relavium_reference._rules.overflow import overflow_message
 
-    assert overflow_message("m", 200000, tools_ran=False) == "context window exceeded for model m (200000 tokens)"
+    assert (
+        overflow_message("m", 200000, tools_ran=False)
+        == "context window exceeded for model m (200000 tokens)"
+    )
     assert overflow_message("m", None, tools_ran=True) == (
         "context window exceeded for model m (window size unknown); tools already ran"
     )
