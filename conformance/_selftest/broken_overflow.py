@@ -13,13 +13,19 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnResult
-from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
-from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
+from relavium_reference._host.turn import (
+    Recovered,
+    RecoveryRefused,
+    TurnEnd,
+    TurnProgress,
+    TurnSetup,
+)
+from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk, Usage
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, LlmErrorKind, ProviderId
-from relavium_reference._rules.overflow import TOOLS_RAN_SUFFIX
+from relavium_reference._rules.overflow import TOOLS_RAN_SUFFIX, RecoveryFacts
 
-__all__ = ["OVERFLOW_BREAKS"]
+__all__ = ["OVERFLOW_BREAKS", "RECOVERY_BREAKS"]
 
 ChunkChange = Callable[[StreamChunk], StreamChunk]
 
@@ -93,6 +99,53 @@ class _LeaksProviderMessage(_RewritesChunks):
         return await super()._settle(end, progress)
 
 
+class _BendsRecovery(AgentSession):
+    """The recovery decision with one of its facts ignored."""
+
+    ignored: str = ""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        decide = setup.may_recover
+        ignored = {self.ignored: False}
+
+        def bent(facts: RecoveryFacts) -> bool:
+            return decide(replace(facts, **ignored))
+
+        return replace(setup, may_recover=bent)
+
+
+class _RecoversTwice(_BendsRecovery):
+    ignored = "recovered"
+
+
+class _RestartsAfterTools(_BendsRecovery):
+    ignored = "tools_dispatched"
+
+
+class _RecoversAfterFailedPresend(_BendsRecovery):
+    ignored = "presend_suppressed"
+
+
+class _RetryUsageReplaces(AgentSession):
+    """The retry after a recovery starts the turn's usage again: the first attempt's spend is lost."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+        progress = self._progress
+
+        async def forgetting(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            if isinstance(outcome, Recovered) and progress is not None:
+                progress.usage = Usage()
+            return outcome
+
+        return replace(setup, recover=forgetting)
+
+
 class _ToolsRanUnsaid(AgentSession):
     """The overflow message never says that tools already ran."""
 
@@ -126,5 +179,33 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
         "the context_overflow message does not say that tools already ran",
         ("AS-OVF-003",),
         _ToolsRanUnsaid,
+    ),
+)
+
+
+RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "overflow-recovers-twice",
+        "an overflow on the retry starts a second compaction and retry",
+        ("AS-OVF-011", "AS-OVF-006"),
+        _RecoversTwice,
+    ),
+    BrokenImplementation(
+        "overflow-restarts-after-tools",
+        "an overflow after a dispatched tool round compacts and restarts the turn",
+        ("AS-OVF-014", "AS-OVF-005"),
+        _RestartsAfterTools,
+    ),
+    BrokenImplementation(
+        "overflow-recovers-after-failed-presend",
+        "a turn whose pre-send compaction failed or was skipped still recovers from an overflow",
+        ("AS-OVF-008", "AS-COMP-009"),
+        _RecoversAfterFailedPresend,
+    ),
+    BrokenImplementation(
+        "overflow-retry-usage-replaces",
+        "the retry's usage replaces the first attempt's instead of adding to it",
+        ("AS-OVF-012",),
+        _RetryUsageReplaces,
     ),
 )

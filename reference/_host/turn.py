@@ -171,6 +171,7 @@ class TurnSetup:
     window_for: WindowLookup = _no_window
     automatic_compaction: bool = False
     recover: Recovery | None = None
+    may_recover: Callable[[RecoveryFacts], bool] = may_recover
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,7 @@ async def _recover(
         presend_suppressed=progress.presend_suppressed,
         recovered=progress.recoveries > 0,
     )
-    if setup.recover is not None and may_recover(facts):
+    if setup.recover is not None and setup.may_recover(facts):
         progress.recoveries += 1
         outcome = await setup.recover(setup)
         if isinstance(outcome, Recovered):
