@@ -20,6 +20,7 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
@@ -469,6 +470,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *SESSION_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,
+    *CASE_BREAKS,
 )
 
 
