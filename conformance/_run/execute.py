@@ -455,7 +455,8 @@ class CaseWorld:
                     Difference(path=where, message=f"unexpected refusal: {error}", expected="a result")
                 )
             else:
-                found.extend(match(op.expect_error, record["error"], where + ".error"))
+                refusal = {**record["error"], "message": error.message}  # matchable, not snapshotted
+                found.extend(match(op.expect_error, refusal, where + ".error"))
             return found
         record["result"] = result
         if op.save_as is not None:

@@ -5,12 +5,15 @@ Each is the reference session with one decision changed, caught by the cases cit
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_rules2 import _Observed
 from relavium_conformance._selftest.wire_variants import WireVariant
+from relavium_conformance._wire.jsonrpc import RpcError
+from relavium_conformance._wire.protocol import INVALID_INPUT
 from relavium_reference import AgentSession
 from relavium_reference._host.session import ExportResult
 from relavium_reference._host.turn import TurnProgress, TurnSetup
@@ -194,11 +197,111 @@ class _ResumeKeepsThePolicy(WireVariant):
         return result
 
 
+class _ExportNormalisesNextLine(WireVariant):
+    """The export's writer turns U+0085 into a plain line feed (a line-break normalisation)."""
+
+    async def operation(self, method: str, params: dict[str, Any]) -> Any:
+        result = await super().operation(method, params)
+        path = result.get("workflowPath") if isinstance(result, dict) else None
+        if method == "session.export" and isinstance(path, str) and os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text.replace("\\N", "\\n").replace("\u0085", "\n"))
+        return result
+
+
+class _ResumeRows(WireVariant):
+    """A base: resume hands the engine its rows after :meth:`rows` (a refusal raised there is the
+    engine's)."""
+
+    async def operation(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "session.resume":
+            rows = [copy.deepcopy(r) for r in params.get("messages") or () if isinstance(r, dict)]
+            params = {**params, "messages": self.rows(rows)}
+        return await super().operation(method, params)
+
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return rows
+
+
+class _RefusalsReworded(WireVariant):
+    async def operation(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await super().operation(method, params)
+        except RpcError as exc:
+            if exc.code == INVALID_INPUT:
+                raise RpcError(INVALID_INPUT, "invalid content", {"kind": "invalid_input"}) from None
+            raise
+
+
+class _MisplacedPartsDropped(_ResumeRows):
+    """Parts a row's role does not allow are dropped (a tool row keeps its first result)."""
+
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for row in rows:
+            content = [p for p in row.get("content") or () if isinstance(p, dict)]
+            if row.get("role") in ("user", "system"):
+                row["content"] = [p for p in content if p.get("type") in ("text", "media")]
+                if row.get("role") == "system":
+                    row["content"] = [p for p in row["content"] if p.get("type") == "text"]
+            elif row.get("role") == "tool":
+                row["content"] = content[:1]
+        return rows
+
+
+class _MediaRefused(_ResumeRows):
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if any(p.get("type") == "media" for r in rows for p in r.get("content") or () if isinstance(p, dict)):
+            raise RpcError(INVALID_INPUT, "media refused", {"kind": "invalid_input"})
+        return rows
+
+
+class _MediaNamesDropped(_ResumeRows):
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for row in rows:
+            for part in row.get("content") or ():
+                if isinstance(part, dict) and part.get("type") == "media":
+                    part.pop("filename", None)
+                    part.pop("transcript", None)
+        return rows
+
+
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
     return BrokenImplementation(name, rule, clauses, session)
 
 
 CASE_BREAKS: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "refusals-reworded",
+        "content refusals carry another message than KD-MSG-2's fixed ones",
+        ("AS-VAL-001",),
+        implementation=_RefusalsReworded,
+    ),
+    BrokenImplementation(
+        "misplaced-parts-dropped",
+        "resume drops parts a row's role does not allow instead of refusing the row",
+        ("AS-MSG-005",),
+        implementation=_MisplacedPartsDropped,
+    ),
+    BrokenImplementation(
+        "media-refused",
+        "resume refuses a handle-only media part",
+        ("AS-MSG-006",),
+        implementation=_MediaRefused,
+    ),
+    BrokenImplementation(
+        "media-names-dropped",
+        "resume drops a media part's filename or transcript instead of refusing the row",
+        ("AS-MSG-006",),
+        implementation=_MediaNamesDropped,
+    ),
+    BrokenImplementation(
+        "export-normalises-next-line",
+        "the export writer turns U+0085 into a line feed, so the text reads back differently",
+        ("AS-EXP-005",),
+        implementation=_ExportNormalisesNextLine,
+    ),
     _b(
         "empty-final-forgotten",
         "an empty-final exchange is left out of the working transcript",

@@ -69,6 +69,27 @@ def _unknown_fields_dropped(row: Mapping[str, Any]) -> SessionMessage:
     return message_from_row(dict(row))
 
 
+def _media_names_dropped(row: Mapping[str, Any]) -> SessionMessage:
+    """A media part's filename or transcript is dropped before the row is read."""
+    try:
+        parts = json.loads(row["content_parts"]) if isinstance(row.get("content_parts"), str) else None
+    except ValueError:
+        parts = None
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") == "media":
+                part.pop("filename", None)
+                part.pop("transcript", None)
+        row = {**row, "content_parts": json.dumps(parts, separators=(",", ":"))}
+    return message_from_row(dict(row))
+
+
+def _media_refused(row: Mapping[str, Any]) -> SessionMessage:
+    if '"type":"media"' in str(row.get("content_parts") or ""):
+        raise StoreError("invalid_message")
+    return message_from_row(dict(row))
+
+
 def _one_error_code(row: Mapping[str, Any]) -> SessionMessage:
     try:
         return message_from_row(dict(row))
@@ -204,6 +225,18 @@ PURE_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "the store drops unknown part fields instead of refusing the row",
         ("AS-VAL-010",),
         pure=_pure(read_stored_row=_unknown_fields_dropped),
+    ),
+    BrokenImplementation(
+        "store-drops-media-names",
+        "the store drops a media part's filename or transcript instead of refusing the row",
+        ("AS-MSG-006",),
+        pure=_pure(read_stored_row=_media_names_dropped),
+    ),
+    BrokenImplementation(
+        "store-refuses-media",
+        "the store refuses a row with a handle-only media part",
+        ("AS-MSG-006",),
+        pure=_pure(read_stored_row=_media_refused),
     ),
     BrokenImplementation(
         "store-one-error-code",
