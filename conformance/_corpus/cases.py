@@ -207,7 +207,7 @@ class History(KitStrict):
 class PersistAnswer(KitStrict):
     """How the kit's host answers one ``host.commitTurn`` (in order; default: commit)."""
 
-    fail: bool = False
+    fail: bool | Literal["classified", "raw"] = False  # true means classified (KD-MSG-6)
     do: DoAction | None = None  # an operation the kit performs before answering (e.g. cancel mid-commit)
 
 

@@ -45,6 +45,7 @@ from relavium_conformance._wire.messages import (
 )
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import (
+    CLASSIFIED_HOST_FAILURE,
     INVALID_INPUT,
     OPERATIONS,
     SESSION_STATE_ERROR,
@@ -57,6 +58,7 @@ from relavium_reference import (
     FunctionTool,
     InvalidInputError,
     LlmRequest,
+    PersistError,
     ProviderId,
     SessionDeps,
     SessionEvent,
@@ -192,9 +194,17 @@ class _KitPersister:
         await self._callback("host.createSession", {"handle": self._handle, "record": record.to_wire()})
 
     async def commit_turn(self, session_id: str, turn: CompletedTurn) -> None:
-        await self._callback(
-            "host.commitTurn", {"handle": self._handle, "sessionId": session_id, "turn": turn.to_wire()}
-        )
+        """A classified error answer becomes the engine's readable :class:`PersistError`; any other error
+        answer is raw and propagates as it came (KD-MSG-6)."""
+        try:
+            await self._callback(
+                "host.commitTurn", {"handle": self._handle, "sessionId": session_id, "turn": turn.to_wire()}
+            )
+        except RpcError as failure:
+            data = failure.data if isinstance(failure.data, dict) else {}
+            if data.get("kind") == CLASSIFIED_HOST_FAILURE["kind"]:
+                raise PersistError(failure.message) from None
+            raise
 
     async def record_cost(self, session_id: str, entry: CostEntry) -> None:
         await self._callback(

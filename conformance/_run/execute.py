@@ -38,7 +38,7 @@ from relavium_conformance._report.results import CaseResult, CaseStatus, Differe
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
-from relavium_conformance._run.turns import turn_problem, turn_rows
+from relavium_conformance._run.turns import failed_commit, turn_problem, turn_rows
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -218,7 +218,7 @@ class CaseWorld:
         if answer is not None and answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer is not None and answer.fail:
-            raise RpcError(-32000, "kit: the commit failed (scripted)")
+            raise failed_commit(answer.fail)
         session_id = params.session_id
         for row in turn_rows(turn):
             self._append_row({**row, "sessionId": session_id})

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.model import shape_problem
+from relavium_conformance._wire.protocol import CLASSIFIED_HOST_FAILURE
 
-__all__ = ["turn_problem", "turn_rows"]
+__all__ = ["failed_commit", "turn_problem", "turn_rows"]
 
 
 def _types(row: dict[str, Any]) -> list[str]:
@@ -63,3 +65,11 @@ def turn_problem(turn: Any) -> str | None:
 def turn_rows(turn: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a sound turn in commit order: user, structural rows, terminal."""
     return [turn["user"], *turn.get("structural", []), turn["terminal"]]
+
+
+def failed_commit(fail: bool | str) -> RpcError:
+    """The error answer of a scripted failed commit: classified (readable, with the classified data) for
+    ``fail: true`` or ``classified``, raw (no data: an opaque failure) for ``raw`` (KD-MSG-6)."""
+    if fail == "raw":
+        return RpcError(-32000, "kit: an opaque host failure (scripted)")
+    return RpcError(-32000, "kit: the commit failed (scripted)", dict(CLASSIFIED_HOST_FAILURE))

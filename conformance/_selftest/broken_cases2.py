@@ -14,9 +14,9 @@ from relavium_conformance._selftest.broken_rules2 import _Observed
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.protocol import INVALID_INPUT
-from relavium_reference import AgentSession
+from relavium_reference import AgentSession, PersistError
 from relavium_reference._host.session import ExportResult
-from relavium_reference._host.turn import TurnProgress, TurnSetup
+from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._model.commands import CommandAllowlist
 from relavium_reference._model.events import AgentReasoning, SessionEvent
 from relavium_reference._model.tools import TurnPolicy
@@ -267,11 +267,42 @@ class _MediaNamesDropped(_ResumeRows):
         return rows
 
 
+class _RawCommitFailurePresented(AgentSession):
+    """A raw commit failure is presented as the fixed failed result, like a classified one."""
+
+    async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
+        committed = await super()._commit(text, end, progress)
+        self._raw_commit_failure = None
+        return committed
+
+
+class _ClassifiedCommitFailureRaised(AgentSession):
+    """A classified commit failure rejects the send instead of the fixed failed result."""
+
+    async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
+        committed = await super()._commit(text, end, progress)
+        if not committed and self._raw_commit_failure is None:
+            self._raw_commit_failure = PersistError("the completed turn could not be committed")
+        return committed
+
+
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
     return BrokenImplementation(name, rule, clauses, session)
 
 
 CASE_BREAKS: tuple[BrokenImplementation, ...] = (
+    _b(
+        "raw-commit-failure-presented",
+        "a raw commit failure ends as the fixed failed result instead of rejecting with it",
+        ("AS-OBS-008",),
+        _RawCommitFailurePresented,
+    ),
+    _b(
+        "classified-commit-failure-raised",
+        "a classified commit failure rejects the send instead of the fixed failed result",
+        ("AS-OBS-008",),
+        _ClassifiedCommitFailureRaised,
+    ),
     BrokenImplementation(
         "refusals-reworded",
         "content refusals carry another message than KD-MSG-2's fixed ones",

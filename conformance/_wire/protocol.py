@@ -49,6 +49,9 @@ SESSION_STATE_ERROR = -32001  # data: {"kind": "session_state", "code": "<Sessio
 INVALID_INPUT = -32002  # data: {"kind": "invalid_input", "message": "<fixed message>"}
 UNSUPPORTED_OPERATION = -32003  # data: {"kind": "unsupported"}
 SESSION_ERROR = -32004  # data: {"kind": "session_error", "code": "<SessionError code>"} (store profile)
+CLASSIFIED_HOST_FAILURE: dict[str, str] = {"kind": "classified", "code": "persist_failed"}
+"""The data of a host callback's error answer that is a readable, classified failure (KD-MSG-6); an error
+answer without it is raw (opaque)."""
 
 Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """How an implementation calls the kit: ``await callback(method, params) -> result``."""

@@ -40,7 +40,12 @@ from relavium_reference._model.commands import (
     CommandFailed,
     CommandRan,
 )
-from relavium_reference._model.errors import InvalidInputError, SessionStateCode, SessionStateError
+from relavium_reference._model.errors import (
+    InvalidInputError,
+    PersistError,
+    SessionStateCode,
+    SessionStateError,
+)
 from relavium_reference._model.events import (
     EventSink,
     SessionCancelled,
@@ -218,6 +223,7 @@ class AgentSession:
         self._progress: TurnProgress | None = None
         self._turn_task: asyncio.Task[TurnEnd] | None = None
         self._latched = False
+        self._raw_commit_failure: BaseException | None = None
         self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
@@ -388,7 +394,11 @@ class AgentSession:
                 return await self._settle(end, progress)
             if not await self._commit(text, end, progress):
                 failed = TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
-                return await self._settle(failed, progress)
+                settled = await self._settle(failed, progress)
+                raw, self._raw_commit_failure = self._raw_commit_failure, None
+                if raw is not None:
+                    raise raw
+                return settled
             if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
                 self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
             return await self._settle(end, progress)
@@ -616,8 +626,12 @@ class AgentSession:
                 costs=self._costs(progress),
             )
             await persister.commit_turn(self.session_id, turn)
-        except Exception:
+        except PersistError:
+            self._latched = True  # readable and classified: the fixed internal terminal presents it
+            return False
+        except Exception as raw:
             self._latched = True
+            self._raw_commit_failure = raw  # opaque: rejected as it came, after the fixed terminal
             return False
         return True
 
