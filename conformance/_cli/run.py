@@ -231,7 +231,11 @@ def _parallel(
         on_case_end(result)
 
     outcome: RunOutcome = run_cases_parallel(
-        args.adapter, cases, args.jobs, timeout=args.timeout, on_case_end=ended
+        lambda: resolve_adapter(args.adapter, timeout=args.timeout),
+        cases,
+        args.jobs,
+        timeout=args.timeout,
+        on_case_end=ended,
     )
     return outcome
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._report.results import CaseResult
+from relavium_conformance._wire.adapters import Adapter, parse_hello
 
 __all__ = ["fork_available", "map_in_processes", "run_cases_parallel", "shards"]
 
@@ -76,12 +77,13 @@ def map_in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int) 
         _FORKED.clear()
 
 
-def _run_shard(job: tuple[str, Sequence[AnyCase], int, float, bool | None]) -> dict[str, Any]:
-    from relavium_conformance._connect import resolve_adapter
+def _run_shard(
+    job: tuple[Callable[[], Adapter], Sequence[AnyCase], int, float, bool | None],
+) -> dict[str, Any]:
     from relavium_conformance._run.runner import run_cases
 
-    spec, cases, first, timeout, snapshots = job
-    adapter = resolve_adapter(spec, timeout=timeout)
+    make_adapter, cases, first, timeout, snapshots = job
+    adapter = make_adapter()
     outcome = asyncio.run(
         run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, first_handle=first + 1)
     )
@@ -96,7 +98,7 @@ def _run_shard(job: tuple[str, Sequence[AnyCase], int, float, bool | None]) -> d
 
 
 def run_cases_parallel(
-    spec: str,
+    make_adapter: Callable[[], Adapter],
     cases: Sequence[AnyCase],
     jobs: int,
     *,
@@ -104,18 +106,19 @@ def run_cases_parallel(
     snapshots: bool | None = None,
     on_case_end: Callable[[CaseResult], None] | None = None,
 ) -> Any:
-    """Run ``cases`` on ``jobs`` instances of the implementation ``spec`` names (an adapter name, as
-    ``run --adapter`` takes it); returns the :class:`~relavium_conformance._run.runner.RunOutcome`
+    """Run ``cases`` on ``jobs`` instances of the implementation, each from its own call of
+    ``make_adapter`` in its worker; returns the :class:`~relavium_conformance._run.runner.RunOutcome`
     a one-process run would (observations aside: they stay in the workers)."""
     from relavium_conformance._corpus.catalogue import load_catalogue
     from relavium_conformance._report.results import ImplementationInfo, RunResult
     from relavium_conformance._run.runner import RunOutcome
-    from relavium_conformance._wire.adapters import parse_hello
 
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
     parts = shards(len(cases), jobs)
-    work = [(spec, tuple(cases[part.start : part.stop]), part.start, timeout, snapshots) for part in parts]
+    work = [
+        (make_adapter, tuple(cases[part.start : part.stop]), part.start, timeout, snapshots) for part in parts
+    ]
     answers = map_in_processes(_run_shard, work, jobs)
     results: list[CaseResult] = []
     outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ def test_jobs_give_the_results_of_one_process(spec: str, patterns: list[str], jo
     cases = select_cases(load_cases(), patterns)
     assert len(cases) > jobs
     expected = _one_process(spec, cases)
-    parallel = run_cases_parallel(spec, cases, jobs)
+    parallel = run_cases_parallel(lambda: resolve_adapter(spec), cases, jobs)
     assert _stable(parallel.run.model_dump(mode="json")) == expected["run"]
     assert parallel.snapshots == expected["snapshots"]
     if spec.startswith("broken:"):
