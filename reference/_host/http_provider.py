@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
+from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
 from relavium_reference._model.vocabulary import ProviderId
 from relavium_reference._rules import wire_anthropic, wire_openai
 from relavium_reference._rules.overflow import Dialect, is_official_base_url
@@ -101,7 +101,13 @@ def _json(raw: bytes) -> Any:
 
 
 class HttpProvider:
-    """One vendor endpoint as a seam provider; ``client`` is shared when given, else one per stream."""
+    """One vendor endpoint as a seam provider; ``client`` is shared when given, else one per stream.
+
+    The three seams a subclass may change (the kit's broken implementations do): ``decoder`` (how bytes
+    become events), :meth:`failed` (how a failed reply is classified) and :meth:`ended` (what a stream
+    that stops sending means)."""
+
+    decoder: type[SseDecoder] = SseDecoder
 
     def __init__(self, endpoint: HttpEndpoint, client: httpx.AsyncClient | None = None) -> None:
         if endpoint.dialect not in HTTP_DIALECTS:
@@ -120,15 +126,15 @@ class HttpProvider:
             async with client.stream("POST", url, json=body, headers=headers) as response:
                 if response.status_code != 200:
                     raw = await response.aread()
-                    yield StreamErrorChunk(error=error_from_reply(dialect, response.status_code, _json(raw)))
+                    yield StreamErrorChunk(error=self.failed(response.status_code, _json(raw)))
                     return
-                decoder = SseDecoder()
+                decoder = self.decoder()
                 async for piece in response.aiter_bytes():
                     for chunk in self._read(reader, decoder.feed(piece)):
                         yield chunk
                     if reader.finished:
                         return
-                for chunk in [*self._read(reader, decoder.close()), *reader.end()]:
+                for chunk in [*self._read(reader, decoder.close()), *self.ended(reader)]:
                     yield chunk
         except httpx.TimeoutException:
             if not reader.finished:
@@ -140,6 +146,14 @@ class HttpProvider:
         finally:
             if self._client is None:
                 await client.aclose()
+
+    def failed(self, status: int | None, body: Any) -> LlmError:
+        """The classified error of a non-200 reply (``_rules/overflow.py``, KD-OVF-1)."""
+        return error_from_reply(self.endpoint.dialect, status, body)
+
+    def ended(self, reader: _Reader) -> list[StreamChunk]:
+        """The byte stream ended cleanly: whatever the dialect's reader says that means."""
+        return reader.end()
 
     @staticmethod
     def _read(reader: _Reader, events: list[SseEvent]) -> list[StreamChunk]:
