@@ -106,6 +106,8 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "persistence",
     "memory-policy",
     "trim",
+    "trim",
+    "overflow",
     "wire",
 )
 

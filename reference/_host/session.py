@@ -564,6 +564,7 @@ class AgentSession:
             sleep=self._deps.sleep,
             stamper=self._stamper,
             latched=lambda: self._latched,
+            automatic_compaction=automatic_compaction_allowed(self._memory),
         )
 
     def _record(self) -> AgentSessionRecord:
@@ -664,7 +665,7 @@ class AgentSession:
         if end.error_code is not None:
             error = TurnError(
                 code=end.error_code,
-                message=error_message(end.error_code),
+                message=end.error_message or error_message(end.error_code),
                 retryable=end.error_code in RETRYABLE_ERROR_CODES,
             )
         history = tuple(progress.tool_history) or None
