@@ -39,7 +39,7 @@ from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
-from relavium_conformance._run.wire_server import WireServer, start_wire
+from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -627,8 +627,7 @@ async def execute_case(
     finally:
         try:
             await world.settle()
-            if wire is not None:
-                await wire.close()
+            await stop_wire(wire)
             register(handle, None)
             observed_snapshot, unjudgeable = _snapshot(world.observed, workdir)
         finally:

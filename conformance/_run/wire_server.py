@@ -28,7 +28,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference, DifferenceForm
 from relavium_conformance._run.wire_render import DIALECT_PATHS, Reply, render
 
-__all__ = ["RECORDED_HEADERS", "WireServer", "start_wire"]
+__all__ = ["RECORDED_HEADERS", "WireServer", "start_wire", "stop_wire"]
 
 RECORDED_HEADERS = ("content-type", "accept", "anthropic-version", "x-api-key", "authorization")
 """The request headers a case can see (the others vary with the client and the port)."""
@@ -207,3 +207,8 @@ async def start_wire(case: Any, world: Any) -> WireServer | None:
     server = await WireServer.start(providers, world.observed, lambda: next(calls, None))
     world.create_params["deps"]["providerEndpoints"] = server.endpoints()
     return server
+
+
+async def stop_wire(server: WireServer | None) -> None:
+    if server is not None:
+        await server.close()

@@ -12,20 +12,21 @@ rules room (``wire_anthropic``, ``wire_openai``, ``sse``); this shell only moves
 
 Failures are never raised: they arrive as an ``error`` chunk, as the seam requires.  The endpoint says
 whether it is the vendor's official one (``official``; by default decided from the base URL), which is what
-an overflow's authority rests on (the custom-endpoint downgrade of KD-OVF-1).
+an overflow's authority rests on: every ``context_overflow`` leaves with ``evidence`` ``official`` from an
+authoritative endpoint and ``downgraded`` from any other (KD-OVF-1, KD-OVF-3).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
-from relavium_reference._model.vocabulary import ProviderId
+from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
 from relavium_reference._rules import wire_anthropic, wire_openai
 from relavium_reference._rules.overflow import Dialect, is_official_base_url
 from relavium_reference._rules.sse import SseDecoder, SseEvent
@@ -116,9 +117,21 @@ class HttpProvider:
         self._client = client
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        return self._run(request)
+        return self._attest(self._run(request))
 
-    async def _run(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+    async def _attest(self, chunks: AsyncGenerator[StreamChunk, None]) -> AsyncIterator[StreamChunk]:
+        """An overflow says where it came from (KD-OVF-3): ``official`` only from an authoritative one."""
+        evidence = "official" if self.endpoint.authoritative else "downgraded"
+        try:
+            async for chunk in chunks:
+                if isinstance(chunk, StreamErrorChunk) and chunk.error.kind is LlmErrorKind.CONTEXT_OVERFLOW:
+                    error = chunk.error.model_copy(update={"evidence": evidence})
+                    chunk = chunk.model_copy(update={"error": error})
+                yield chunk
+        finally:
+            await chunks.aclose()  # an abandoned stream closes its HTTP response now, not at collection
+
+    async def _run(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
         url, headers, body, reader = _prepare(self.endpoint, request)
         dialect = self.endpoint.dialect
         client = self._client or httpx.AsyncClient(timeout=httpx.Timeout(self.endpoint.timeout, connect=5.0))

@@ -258,7 +258,7 @@ class AnthropicStream:
                     "message": "the response filled the model's context window",
                 }
             )
-            return self._end([StreamErrorChunk(error=error)])
+            return self._end([StreamErrorChunk(error=error, usage=usage)])  # its usage counts (KD-OVF-3)
         reason = _STOP_REASONS.get(self._stop or "")
         if reason is None:
             message = f"unknown stop reason {self._stop!r}"

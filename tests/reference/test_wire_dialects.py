@@ -243,8 +243,7 @@ def test_each_recorded_error_envelope_over_http_is_classified(vector: dict[str, 
     error = chunks[0].error
     assert error.kind is LlmErrorKind(vector["kind"])
     assert (error.provider, error.status) == (dialect, vector["status"])
-    if vector["evidence"] is not None:
-        assert endpoint.authoritative is (vector["evidence"] == "official")
+    assert error.evidence == vector["evidence"]  # KD-OVF-3: official or downgraded, and only on an overflow
 
 
 def test_a_body_that_is_not_json_is_still_classified_by_status() -> None:
@@ -285,6 +284,19 @@ def test_a_drop_after_content_keeps_the_content_then_fails() -> None:
     assert isinstance(chunks[1], StreamErrorChunk)
     assert chunks[1].error.kind is LlmErrorKind.TRANSPORT
     assert len(chunks) == 2
+
+
+def test_a_native_context_stop_keeps_its_usage_and_an_endpoint_s_evidence() -> None:
+    [fixture] = [f for f in STREAMS if f["name"] == "anthropic-native-context-window-stop"]
+    for official, evidence in ((True, "official"), (False, "downgraded")):
+        with respx.mock() as router:
+            _serve(router, "anthropic", lambda request: httpx.Response(200, content=fixture["body"].encode()))
+            chunks = asyncio.run(_collect(_provider("anthropic", official=official)))
+        last = chunks[-1]
+        assert isinstance(last, StreamErrorChunk)
+        assert last.error.evidence == evidence
+        assert last.usage is not None
+        assert (last.usage.input_tokens, last.usage.output_tokens) == (199000, 1000)
 
 
 def test_the_official_flag_decides_authority_before_the_base_url() -> None:
