@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,16 @@ from relavium_reference._model.events import (
     AgentToolResult,
     CostUpdated,
     ToolHistoryEntry,
+)
+from relavium_reference._model.invocation import (
+    ALWAYS_ADMIT,
+    UNKNOWN_MODEL,
+    Admission,
+    AdmissionRefused,
+    AdmissionRequest,
+    Invocation,
+    ModelInfo,
+    open_stream,
 )
 from relavium_reference._model.llm import (
     LlmError,
@@ -61,7 +71,13 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-from relavium_reference._rules.projection import HistoryMessage, project_request
+from relavium_reference._rules.compaction import output_reservation
+from relavium_reference._rules.projection import (
+    HistoryMessage,
+    ProjectedRequest,
+    estimate_tokens,
+    project_request,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -153,6 +169,9 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
+    admission: Admission = ALWAYS_ADMIT
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    max_tokens_estimate: int | None = None
 
 
 @dataclass
@@ -198,15 +217,17 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
         return TurnEnd(SessionStopReason(stop.value), text=result.text)
 
 
-def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-    """A fresh request from the one projection: every list, message and part is new."""
-    projected = project_request(
+def _project(setup: TurnSetup, round_messages: Sequence[LlmMessage]) -> ProjectedRequest:
+    return project_request(
         system=setup.agent.system_prompt,
         history=setup.history,
         pending_user=setup.pending_user,
         rounds=round_messages,
         tools=setup.registry.definitions(setup.advertised) if setup.advertised else None,
     )
+
+
+def _to_request(projected: ProjectedRequest, setup: TurnSetup, model: str) -> LlmRequest:
     return LlmRequest(
         model=model,
         system=projected.system,
@@ -232,7 +253,7 @@ async def _attempt_chain(
                 break  # a lookup refusal skips the entry; nothing was invoked
             if attempt:
                 await setup.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
-            outcome = await _one_attempt(setup, progress, provider, entry.model, round_messages)
+            outcome = await _one_attempt(setup, progress, provider, entry, round_messages)
             if outcome.error is None:
                 return outcome
             code = code_for_llm_error(outcome.error.kind)
@@ -248,10 +269,23 @@ async def _one_attempt(
     setup: TurnSetup,
     progress: TurnProgress,
     provider: LlmProvider,
-    model: str,
+    entry: PlanEntry,
     round_messages: list[LlmMessage],
 ) -> _Round:
-    request = _build_request(setup, model, round_messages)
+    model = entry.model
+    projected = _project(setup, round_messages)
+    request = _to_request(projected, setup, model)
+    admission = AdmissionRequest(
+        purpose="turn",
+        provider=entry.provider.value,
+        model=model,
+        input_tokens=estimate_tokens(projected),
+        output_reservation=output_reservation(request.max_tokens, setup.max_tokens_estimate),
+        attempt=progress.attempts + 1,
+    )
+    if isinstance(await setup.admission.admit(admission), AdmissionRefused):
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED)  # nothing egresses (the budget issue refines this)
+    window = setup.models.get(model, UNKNOWN_MODEL).authoritative_window
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1
@@ -261,7 +295,7 @@ async def _one_attempt(
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
     try:
-        chunks = provider.stream(request).__aiter__()
+        chunks = open_stream(provider, request, Invocation("turn", window)).__aiter__()
     except Exception:
         result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
         return result
