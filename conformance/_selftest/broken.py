@@ -25,8 +25,11 @@ from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
 from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
+from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
+from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.broken_wire import WIRE_BREAKS
+from relavium_conformance._selftest.broken_wire2 import WIRE_BREAKS_2
 from relavium_reference import (
     AgentSession,
     SessionInput,
@@ -393,7 +396,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "allowlist-ignored",
         "a user command off the allowlist still reaches approval",
-        ("AS-LIFE-026",),
+        ("AS-LIFE-026", "AS-SEC-002"),
         _AllowlistIgnored,
     ),
     BrokenImplementation(
@@ -463,6 +466,9 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *PURE_BREAKS,
     *WIRE_BREAKS,
     *OVERFLOW_BREAKS,
+    *SESSION_BREAKS,
+    *WIRE_BREAKS_2,
+    *PURE_BREAKS_2,
 )
 
 
