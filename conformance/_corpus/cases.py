@@ -50,6 +50,7 @@ from relavium_conformance._wire.protocol import CASE_OPERATIONS
 __all__ = [
     "CASE_ID_PATTERN",
     "KNOWN_CAPABILITIES",
+    "AckAnswer",
     "AnyCase",
     "ApprovalStep",
     "Case",
@@ -62,6 +63,8 @@ __all__ = [
     "ProviderStep",
     "ToolAnswer",
     "VectorCase",
+    "WireReply",
+    "WireStep",
     "as_op",
     "as_ops",
     "load_case",
@@ -153,11 +156,25 @@ class HoldStep(KitStrict):
     hold: Literal[True]
 
 
+class WireReply(KitStrict):
+    """A vendor's reply written out (capability ``wire``): an HTTP status and its JSON body, as recorded."""
+
+    status: Annotated[int, Field(ge=400, le=599)]
+    body: Any = None
+
+
+class WireStep(KitStrict):
+    """Wire level only: answer the request with this exact reply (first step of its invocation), or drop
+    the connection mid-stream (``disconnect``: no further byte, not even the end of the chunked body)."""
+
+    wire: WireReply | Literal["disconnect"]
+
+
 StreamChunkJson = Annotated[dict[str, Any], checked("stream-chunk"), ref("stream-chunk")]
 """A scripted chunk: JSON the kit checks against the shipped ``stream-chunk`` schema."""
 
 ProviderStep = Annotated[
-    DoStep | HoldStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
+    DoStep | HoldStep | WireStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
 ]
 
 
@@ -192,6 +209,18 @@ class EventHook(KitStrict):
         return self
 
 
+class AckAnswer(KitStrict):
+    """How the kit's host answers one ``host.compactionStart`` (in order; default: acknowledge).
+
+    ``do`` runs first (``do: cancel`` makes the answer that follows a late one), then ``hold`` never
+    answers, else ``fail`` refuses the acknowledgement and anything else acknowledges it.
+    """
+
+    do: DoAction | None = None
+    hold: bool = False
+    fail: bool = False
+
+
 class History(KitStrict):
     """Durable rows the kit's host already holds when the case begins (e.g. a legacy transcript).
 
@@ -218,6 +247,9 @@ class Setup(KitStrict):
     tools: tuple[dict[str, Any], ...] | None = None
     policy: dict[str, Any] | None = None
     history: History | None = None
+    wire: dict[str, Literal["official", "custom"]] | None = None
+    """Capability ``wire``: the providers the kit serves over loopback HTTP in their dialects, each as the
+    vendor's official endpoint or a custom one (KD-WIRE-1)."""
 
 
 class CaseExpect(KitStrict):
@@ -229,6 +261,9 @@ class CaseExpect(KitStrict):
     absent_events: tuple[str, ...] | None = None
     provider_requests: tuple[dict[str, Any], ...] | None = None
     provider_request_count: Annotated[int, Field(ge=0)] | None = None
+    summary_requests: tuple[dict[str, Any], ...] | None = None
+    summary_request_count: Annotated[int, Field(ge=0)] | None = None
+    compaction_starts: tuple[dict[str, Any], ...] | None = None
     tool_calls: tuple[dict[str, Any], ...] | None = None
     confirms: tuple[dict[str, Any], ...] | None = None
     rows: tuple[dict[str, Any], ...] | None = None
@@ -249,6 +284,8 @@ class Case(KitStrict):
     # these choices (its expectations are kit-choice failures when unmet)
     setup: Setup = Field(default_factory=Setup)
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
+    summaries: tuple[tuple[ProviderStep, ...], ...] = ()  # summary passes (provider.open purpose summary)
+    acknowledgements: tuple[AckAnswer, ...] = ()  # answers to host.compactionStart, in order
     tools: tuple[ToolAnswer, ...] = ()
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()
@@ -262,6 +299,15 @@ class Case(KitStrict):
         unknown = set(self.capabilities) - KNOWN_CAPABILITIES
         if unknown:
             raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        wire_steps = any(isinstance(step, WireStep) for call in self.provider for step in call)
+        if wire_steps and self.setup.wire is None:
+            raise ValueError("a wire step needs setup.wire")
+        if (self.setup.wire is not None) != ("wire" in self.capabilities):
+            raise ValueError("setup.wire and the capability wire go together")
+        if self.setup.wire is not None and any(
+            isinstance(step, DoStep | HoldStep) for call in self.provider for step in call
+        ):
+            raise ValueError("a wire case plays its streams without do or hold steps (no timing)")
         return self
 
     @property
