@@ -25,7 +25,7 @@ from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, LlmErrorKind, ProviderId
 from relavium_reference._rules.overflow import TOOLS_RAN_SUFFIX, RecoveryFacts
 
-__all__ = ["OVERFLOW_BREAKS", "RECOVERY_BREAKS"]
+__all__ = ["OVERFLOW_BREAKS", "PRESEND_BREAKS", "RECOVERY_BREAKS"]
 
 ChunkChange = Callable[[StreamChunk], StreamChunk]
 
@@ -125,7 +125,25 @@ class _BendsRecovery(AgentSession):
 
 
 class _RecoversTwice(_BendsRecovery):
+    """Every overflow gets another compaction and retry; when nothing is left to fold it retries anyway."""
+
     ignored = "recovered"
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+        cycles = [0]
+
+        async def again(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            cycles[0] += 1
+            outcome = await recover(current)
+            if outcome is None and cycles[0] > 1:
+                return Recovered(history=current.history)
+            return outcome
+
+        return replace(setup, recover=again)
 
 
 class _RestartsAfterTools(_BendsRecovery):
@@ -198,6 +216,16 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
 )
 
 
+PRESEND_BREAKS: tuple[BrokenImplementation, ...] = (
+    # registered with the pre-send compaction's cases (a failed or skipped pre-send pass is needed)
+    BrokenImplementation(
+        "overflow-recovers-after-failed-presend",
+        "a turn whose pre-send compaction failed or was skipped still recovers from an overflow",
+        ("AS-OVF-008", "AS-COMP-009"),
+        _RecoversAfterFailedPresend,
+    ),
+)
+
 RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "overflow-recovers-twice",
@@ -210,12 +238,6 @@ RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
         "an overflow after a dispatched tool round compacts and restarts the turn",
         ("AS-OVF-014", "AS-OVF-005"),
         _RestartsAfterTools,
-    ),
-    BrokenImplementation(
-        "overflow-recovers-after-failed-presend",
-        "a turn whose pre-send compaction failed or was skipped still recovers from an overflow",
-        ("AS-OVF-008", "AS-COMP-009"),
-        _RecoversAfterFailedPresend,
     ),
     BrokenImplementation(
         "overflow-retry-usage-replaces",
