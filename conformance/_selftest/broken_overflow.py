@@ -173,6 +173,49 @@ class _RetryUsageReplaces(AgentSession):
         return replace(setup, recover=forgetting)
 
 
+class _RetriesWithNothingFolded(AgentSession):
+    """When the recovery folded nothing (or its pass failed), the turn retries the same request anyway."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def anyway(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            return Recovered(history=current.history) if outcome is None else outcome
+
+        return replace(setup, recover=anyway)
+
+
+class _SummariserUsesASlot(AgentSession):
+    """The recovery's summary pass is counted as a turn of the hard cap."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def counted(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            if isinstance(outcome, Recovered):
+                self._turns_used += 1
+            return outcome
+
+        return replace(setup, recover=counted)
+
+
+class _OverflowOtherWording(AgentSession):
+    """The overflow terminal keeps the engine's generic text instead of the KD-OVF-2 wording."""
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.error_code is ErrorCode.CONTEXT_OVERFLOW:
+            end = replace(end, error_message=None)
+        return await super()._settle(end, progress)
+
+
 class _ToolsRanUnsaid(AgentSession):
     """The overflow message never says that tools already ran."""
 
@@ -208,6 +251,12 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
         _NativeStopDropsUsage,
     ),
     BrokenImplementation(
+        "overflow-other-wording",
+        "the context_overflow terminal carries a generic text, not the KD-OVF-2 wording",
+        ("AS-OVF-004",),
+        _OverflowOtherWording,
+    ),
+    BrokenImplementation(
         "overflow-hides-tools-ran",
         "the context_overflow message does not say that tools already ran",
         ("AS-OVF-003",),
@@ -238,6 +287,18 @@ RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
         "an overflow after a dispatched tool round compacts and restarts the turn",
         ("AS-OVF-014", "AS-OVF-005"),
         _RestartsAfterTools,
+    ),
+    BrokenImplementation(
+        "overflow-retries-with-nothing-folded",
+        "with nothing to fold, or a failed summary pass, the turn retries the same request anyway",
+        ("AS-OVF-009",),
+        _RetriesWithNothingFolded,
+    ),
+    BrokenImplementation(
+        "overflow-summariser-uses-a-slot",
+        "the recovery's summary pass uses a slot of the hard turn cap",
+        ("AS-OVF-013",),
+        _SummariserUsesASlot,
     ),
     BrokenImplementation(
         "overflow-retry-usage-replaces",
