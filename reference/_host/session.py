@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
+from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
 from relavium_reference._host.turn import (
@@ -100,6 +101,7 @@ from relavium_reference._rules.projection import (
 from relavium_reference._rules.resume import (
     SessionResumeState,
     dropped_through_for_kept,
+    exchanges_from_state,
     reconstruct_session_state,
     resume_state_problem,
 )
@@ -172,26 +174,6 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
-
-
-def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
-    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
-    starts = {span.start: span for span in state.completed_turn_spans}
-    out: list[Exchange] = []
-    index = 0
-    while index < len(state.messages):
-        span = starts.get(index)
-        if span is not None:
-            user = state.messages[span.start].text
-            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
-            out.append(Exchange(user=user, assistant=reply))
-            index = span.end
-            continue
-        message = state.messages[index]
-        if message.role == "user":
-            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
-        index += 1
-    return out
 
 
 def resolve_max_turns(value: int | None) -> int:
@@ -590,6 +572,7 @@ class AgentSession:
             models=self._deps.models,
             max_tokens_estimate=self._deps.max_tokens_estimate,
             automatic_compaction=automatic_compaction_allowed(self._memory),
+            recover=lambda current: recover_overflow(self, current),
         )
 
     def _record(self) -> AgentSessionRecord:
@@ -641,12 +624,9 @@ class AgentSession:
                 costs=self._costs(progress),
             )
             await persister.commit_turn(self.session_id, turn)
-        except PersistError:
-            self._latched = True  # readable and classified: the fixed internal terminal presents it
-            return False
-        except Exception as raw:
+        except Exception as failure:  # a PersistError is classified; anything else is raw (KD-MSG-6)
             self._latched = True
-            self._raw_commit_failure = raw  # opaque: rejected as it came, after the fixed terminal
+            self._raw_commit_failure = None if isinstance(failure, PersistError) else failure
             return False
         return True
 
