@@ -22,6 +22,7 @@ from relavium_reference import (
 from relavium_reference._host.persister import SqlitePersister
 from relavium_reference._host.store import SessionStore
 from relavium_reference._model.commands import CommandFailed
+from relavium_reference._model.errors import PersistError
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
 
 
@@ -105,8 +106,34 @@ def test_errors_and_aborts_commit_no_transcript_but_record_cost(store: SessionSt
 
 
 class _FailingPersister(SqlitePersister):
+    """A classified, readable commit failure (the store's own PersistError)."""
+
+    async def commit_turn(self, session_id: str, turn: Any) -> None:
+        raise PersistError("disk full")
+
+
+class _RawFailingPersister(SqlitePersister):
+    """An opaque commit failure: not the store's classified error (KD-MSG-6)."""
+
     async def commit_turn(self, session_id: str, turn: Any) -> None:
         raise OSError("disk full")
+
+
+def test_a_raw_commit_failure_rejects_after_the_fixed_terminal(store: SessionStore) -> None:
+    h = make_session(calls=[text_call("reply")], persister=_RawFailingPersister(store))
+
+    async def scenario() -> None:
+        await h.session.start()
+        await h.session.send_message("one")
+
+    with pytest.raises(OSError, match="disk full"):
+        run(scenario())
+    terminal = [e for e in h.events if e.type == "session:turn_completed"]
+    assert len(terminal) == 1
+    assert terminal[0].error is not None
+    assert terminal[0].error.code is ErrorCode.INTERNAL
+    assert h.session.exchanges == ()
+    assert store.load_messages("s-test") == ()
 
 
 def test_a_failed_commit_latches_the_session(store: SessionStore) -> None:
