@@ -34,10 +34,11 @@ from relavium_conformance._corpus.cases import (
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
+from relavium_conformance._run.accounting import AccountingWorld
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
-from relavium_conformance._run.turns import turn_problem, turn_rows
+from relavium_conformance._run.turns import marker_problem, turn_problem, turn_rows
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -88,6 +89,8 @@ class Observation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     commits: list[dict[str, Any]] = field(default_factory=list)
     costs: list[dict[str, Any]] = field(default_factory=list)
+    admissions: list[dict[str, Any]] = field(default_factory=list)  # host.admit, with its decision
+    usage: list[dict[str, Any]] = field(default_factory=list)  # host.usage calls, in order
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
@@ -108,6 +111,7 @@ class Observation:
             "commits": self.commits,
             "costs": self.costs,
             "exports": self.exports,
+            **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
         }
         value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
         return value
@@ -123,8 +127,8 @@ def _substitute(value: Any, workdir: str) -> Any:
     return value
 
 
-class CaseWorld:
-    """The provider, tools and host of one case."""
+class CaseWorld(AccountingWorld):
+    """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``)."""
 
     def __init__(
         self,
@@ -154,6 +158,7 @@ class CaseWorld:
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
+        self._init_accounting()
 
     # -- the implementation calls the kit -------------------------------------------------------
 
@@ -285,6 +290,7 @@ class CaseWorld:
 
     async def on_provider_open(self, params: ProviderOpenParams) -> dict[str, Any]:
         self._opened += 1
+        self.check_egress(params.request)
         self.observed.provider_requests.append(
             {"provider": params.provider, "model": params.model, "request": params.request}
         )
@@ -348,6 +354,7 @@ class CaseWorld:
     async def on_host_emit(self, params: HostEmitParams) -> dict[str, Any]:
         event = params.event
         self.observed.events.append(event)
+        self.check_publication(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
         failing = False
@@ -472,29 +479,6 @@ class CaseWorld:
             expected = resolve_saved(op.expect, self.saved)
             found.extend(match(expected, result, where + ".result"))
         return found
-
-
-def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
-    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
-
-    A marker is a ``system`` row with a list of text parts (none, for a trim) and
-    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
-    """
-    if marker.get("role") != "system":
-        return "its role is not system"
-    content = marker.get("content")
-    if not isinstance(content, list) or any(
-        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "its content is not a list of text parts"
-    compaction = marker.get("compaction")
-    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
-    if isinstance(through, bool) or not isinstance(through, int):
-        return "it has no compaction.droppedThroughSequence"
-    if not 0 <= through < row_count:
-        return "compaction.droppedThroughSequence names no earlier row"
-    return None
 
 
 def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:

@@ -143,6 +143,12 @@ class DepsSpec(_Msg):
     unavailable_providers: tuple[str, ...] = ()
     """Providers the host holds no credential for: resolving one is refused before any invocation
     (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
+    max_tokens_estimate: Annotated[int, Field(gt=0)] | None = None
+    """``SessionDeps.maxTokensEstimate``: the estimate-only output fallback, copied at construction."""
+    admission: bool = False
+    """The host has a cost governor: every provider attempt asks ``host.admit`` first (KD-FIN-2)."""
+    usage_writer: bool = False
+    """The persisted host keeps a usage writer: ``host.usage`` (KD-USE-1)."""
 
 
 class CaseLabel(_Msg):

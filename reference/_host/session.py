@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from relavium_reference._host.admission import ALWAYS_ADMIT, AdmissionPort, UsageWriter
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
@@ -32,6 +33,7 @@ from relavium_reference._host.turn import (
     error_message,
     run_turn,
 )
+from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
     DEFAULT_OUTPUT_LIMIT,
     CommandAllowlist,
@@ -92,6 +94,7 @@ from relavium_reference._rules.projection import (
 from relavium_reference._rules.resume import (
     SessionResumeState,
     dropped_through_for_kept,
+    exchanges_from_state,
     reconstruct_session_state,
     resume_state_problem,
 )
@@ -130,6 +133,10 @@ class SessionDeps:
     command_output_limit: int = DEFAULT_OUTPUT_LIMIT
     new_id: Callable[[], str] = _new_id
     persister: TurnPersister | None = None
+    max_tokens_estimate: int | None = None
+    """Estimate-only output fallback; the session copies it at construction."""
+    admission: AdmissionPort = ALWAYS_ADMIT
+    usage_writer: UsageWriter | None = None
 
 
 class ExportResult(WireModel):
@@ -152,26 +159,6 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
-
-
-def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
-    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
-    starts = {span.start: span for span in state.completed_turn_spans}
-    out: list[Exchange] = []
-    index = 0
-    while index < len(state.messages):
-        span = starts.get(index)
-        if span is not None:
-            user = state.messages[span.start].text
-            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
-            out.append(Exchange(user=user, assistant=reply))
-            index = span.end
-            continue
-        message = state.messages[index]
-        if message.role == "user":
-            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
-        index += 1
-    return out
 
 
 def resolve_max_turns(value: int | None) -> int:
@@ -204,6 +191,9 @@ class AgentSession:
         self._context = context
         self._deps = deps
         self._max_turns = resolve_max_turns(deps.max_turns)
+        self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
+        self._usage = SessionUsage(deps.usage_writer, basis="fresh")
+        self._requests = 0
         self.session_id = session_id or deps.new_id()
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
@@ -247,6 +237,7 @@ class AgentSession:
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
+        session._usage = SessionUsage(deps.usage_writer, basis="adopt")  # the existing owner, never zero
         session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 
@@ -315,6 +306,7 @@ class AgentSession:
         apply(self._state, SessionInput.START)  # refuse before anything reaches the host
         if self._deps.persister is not None:
             await self._deps.persister.create_session(self._record())
+        await self._usage.open()  # fresh creation alone: the complete-zero basis
         if self._state is not SessionState.CREATED:
             return  # cancelled while the host created the record: cancel is terminal
         self._enter(SessionInput.START)
@@ -369,6 +361,10 @@ class AgentSession:
             if self._turns_used >= self._max_turns:
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
+                )
+            if not await self._open_usage():
+                return await self._settle(
+                    TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
                 )
             setup = self._turn_setup(text, policy)
             self._turn_task = asyncio.create_task(run_turn(setup, progress))
@@ -564,7 +560,28 @@ class AgentSession:
             sleep=self._deps.sleep,
             stamper=self._stamper,
             latched=lambda: self._latched,
+            admission=self._deps.admission,
+            usage=self._usage.writer,
+            max_tokens_estimate=self._max_tokens_estimate,
+            next_request_id=self._next_request_id,
+            latch=self._latch,
         )
+
+    def _next_request_id(self) -> str:
+        self._requests += 1
+        return f"{self.session_id}/request-{self._requests}"
+
+    def _latch(self) -> None:
+        self._latched = True
+
+    async def _open_usage(self) -> bool:
+        """The accounting boundary before a turn: a resumed instance adopts the owner here."""
+        try:
+            await self._usage.open()
+        except Exception:
+            self._latched = True
+            return False
+        return True
 
     def _record(self) -> AgentSessionRecord:
         now = format_timestamp(self._deps.clock.now())
@@ -664,7 +681,7 @@ class AgentSession:
         if end.error_code is not None:
             error = TurnError(
                 code=end.error_code,
-                message=error_message(end.error_code),
+                message=end.message or error_message(end.error_code),
                 retryable=end.error_code in RETRYABLE_ERROR_CODES,
             )
         history = tuple(progress.tool_history) or None

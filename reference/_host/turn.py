@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from relavium_reference._host.admission import (
+    ALWAYS_ADMIT,
+    AdmissionPort,
+    UsageWriter,
+    ask_admission,
+    release_quietly,
+)
 from relavium_reference._host.stamper import EventStamper
+from relavium_reference._model.budget import Refuse, UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.events import (
     AgentApprovalRequested,
     AgentReasoning,
@@ -29,6 +37,7 @@ from relavium_reference._model.llm import (
     LlmError,
     LlmMessage,
     LlmProvider,
+    LlmReasoningPart,
     LlmRequest,
     LlmTextPart,
     LlmToolCallPart,
@@ -61,6 +70,7 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
+from relavium_reference._rules.budget import budget_message, strip_reasoning
 from relavium_reference._rules.projection import HistoryMessage, project_request
 
 __all__ = [
@@ -125,6 +135,10 @@ class TurnProgress:
     resolved: bool = False
     attempts: int = 0
     round_messages: list[LlmMessage] = field(default_factory=list)
+    rounds_provider: ProviderId | None = None
+    """The provider whose attempt produced this turn's tool rounds (and their reasoning)."""
+    latched: bool = False
+    """A usage write failed after admission: the session latches at once (the session reads this)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,8 @@ class TurnEnd:
     stop_reason: SessionStopReason
     text: str | None = None
     error_code: ErrorCode | None = None
+    message: str | None = None
+    """A fixed message other than the code's own (a budget refusal names its cap)."""
 
     @property
     def succeeded(self) -> bool:
@@ -153,6 +169,12 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
+    admission: AdmissionPort = ALWAYS_ADMIT
+    usage: UsageWriter | None = None
+    max_tokens_estimate: int | None = None
+    """The session's frozen copy, taken at construction (never the caller's live value)."""
+    next_request_id: Callable[[], str] = lambda: "request"
+    latch: Callable[[], None] = lambda: None
 
 
 @dataclass
@@ -167,15 +189,18 @@ class _PendingCall:
 @dataclass
 class _Round:
     text: str = ""
+    reasoning: list[LlmReasoningPart] = field(default_factory=list)
     calls: list[_PendingCall] = field(default_factory=list)
     stop_reason: StopReason | None = None
     error: LlmError | None = None
     model: str = ""
+    provider: ProviderId | None = None
 
 
 class _Failed(Exception):
-    def __init__(self, code: ErrorCode) -> None:
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
         self.code = code
+        self.message = message
 
 
 async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
@@ -186,14 +211,17 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
         try:
             result = await _attempt_chain(setup, progress, round_messages)
         except _Failed as failed:
-            return TurnEnd(SessionStopReason.ERROR, error_code=failed.code)
+            return TurnEnd(SessionStopReason.ERROR, error_code=failed.code, message=failed.message)
         if result.stop_reason is StopReason.TOOL_USE and result.calls:
             if rounds_done >= setup.max_tool_turns:
                 return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
             rounds_done += 1
+            progress.rounds_provider = result.provider
             round_messages.extend(await _dispatch_round(setup, progress, result, rounds_done))
             continue
         progress.resolved = True
+        if progress.latched:  # the reply is in, but its accounting failed: a fixed internal terminal
+            return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
         stop = result.stop_reason or StopReason.STOP
         return TurnEnd(SessionStopReason(stop.value), text=result.text)
 
@@ -232,7 +260,7 @@ async def _attempt_chain(
                 break  # a lookup refusal skips the entry; nothing was invoked
             if attempt:
                 await setup.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
-            outcome = await _one_attempt(setup, progress, provider, entry.model, round_messages)
+            outcome = await _one_attempt(setup, progress, provider, entry, round_messages)
             if outcome.error is None:
                 return outcome
             code = code_for_llm_error(outcome.error.kind)
@@ -244,19 +272,86 @@ async def _attempt_chain(
     raise _Failed(last_code or ErrorCode.INTERNAL)
 
 
+async def _admit(
+    setup: TurnSetup, progress: TurnProgress, entry: PlanEntry, round_messages: list[LlmMessage]
+) -> LlmRequest:
+    """Build the attempt's request, ask admission for it, then record the pending usage.
+
+    The estimate is taken on the request as built; reasoning is stripped afterwards, and only for an
+    attempt on another provider than the one that produced this turn's rounds.  A refusal raises
+    ``budget_exceeded`` naming the cap; a failed pending write latches the session and sends nothing.
+    """
+    built = _build_request(setup, entry.model, round_messages)
+    crossing = progress.rounds_provider is not None and progress.rounds_provider is not entry.provider
+    sent = strip_reasoning(built) if crossing else built
+    request_id = setup.next_request_id()
+    decision = await ask_admission(
+        setup.admission,
+        request_id=request_id,
+        purpose="turn",
+        attempt=progress.attempts + 1,
+        round_number=len(round_messages) // 2,
+        provider=entry.provider,
+        built=built,
+        sent=sent,
+        max_tokens_estimate=setup.max_tokens_estimate,
+    )
+    if isinstance(decision, Refuse):
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED, budget_message(decision.cap_microcents))
+    if setup.usage is not None:
+        pending = UsagePending(
+            attempt=progress.attempts + 1, purpose="turn", provider=entry.provider, model=entry.model
+        )
+        try:
+            await setup.usage.pending(pending)
+        except Exception:
+            _latch(setup, progress)
+            await release_quietly(setup.admission, request_id)
+            raise _Failed(ErrorCode.INTERNAL) from None
+    return sent
+
+
+def _latch(setup: TurnSetup, progress: TurnProgress) -> None:
+    progress.latched = True
+    setup.latch()
+
+
+async def _resolve(
+    setup: TurnSetup, progress: TurnProgress, model: str, attempt: int, usage: Usage | None
+) -> UsageSettled | None:
+    """Resolve the attempt's actual usage through the writer; a failed write latches at once."""
+    if setup.usage is None:
+        return None
+    record = UsageResolved(
+        attempt=attempt,
+        purpose="turn",
+        model=model,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        reported=usage is not None,
+    )
+    try:
+        return await setup.usage.resolved(record)
+    except Exception:
+        _latch(setup, progress)
+        return None
+
+
 async def _one_attempt(
     setup: TurnSetup,
     progress: TurnProgress,
     provider: LlmProvider,
-    model: str,
+    entry: PlanEntry,
     round_messages: list[LlmMessage],
 ) -> _Round:
-    request = _build_request(setup, model, round_messages)
+    model = entry.model
+    request = await _admit(setup, progress, entry, round_messages)
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1
     attempt_number = progress.attempts
-    result = _Round(model=model)
+    result = _Round(model=model, provider=entry.provider)
+    reasoning: dict[str, LlmReasoningPart] = {}
     calls: dict[str, _PendingCall] = {}
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
@@ -277,9 +372,16 @@ async def _one_attempt(
             result.text += chunk.text
             await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
         elif isinstance(chunk, ReasoningDelta):
+            part = reasoning.get(chunk.id)
+            if part is not None:
+                part.text += chunk.text
             await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
-        elif isinstance(chunk, ReasoningStart | ReasoningEnd):
-            continue
+        elif isinstance(chunk, ReasoningStart):
+            reasoning[chunk.id] = LlmReasoningPart(text="")
+            result.reasoning.append(reasoning[chunk.id])
+        elif isinstance(chunk, ReasoningEnd):
+            if chunk.id in reasoning:
+                reasoning[chunk.id].signature = chunk.signature
         elif isinstance(chunk, ToolCallStart):
             calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
             result.calls.append(calls[chunk.id])
@@ -293,20 +395,23 @@ async def _one_attempt(
             progress.usage = progress.usage + chunk.usage
             if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-            await setup.stamper.emit(
-                CostUpdated,
-                node_id=setup.node_id,
-                model=model,
-                input_tokens=chunk.usage.input_tokens,
-                output_tokens=chunk.usage.output_tokens,
-                cost_microcents=0,
-                cumulative_cost_microcents=0,
-                attempt_number=attempt_number,
-                priced=False,
-            )
+            settled = await _resolve(setup, progress, model, attempt_number, chunk.usage)
+            if settled is not None or setup.usage is None:  # public completion only once acknowledged
+                await setup.stamper.emit(
+                    CostUpdated,
+                    node_id=setup.node_id,
+                    model=model,
+                    input_tokens=chunk.usage.input_tokens,
+                    output_tokens=chunk.usage.output_tokens,
+                    cost_microcents=settled.cost_microcents if settled else 0,
+                    cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+                    attempt_number=attempt_number,
+                    priced=settled.priced if settled else False,
+                )
             result.stop_reason = chunk.stop_reason
             return result
         elif isinstance(chunk, StreamErrorChunk):
+            await _resolve(setup, progress, model, attempt_number, None)
             result.error = chunk.error
             return result
     result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
@@ -327,7 +432,9 @@ async def _dispatch_round(
     setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
 ) -> list[LlmMessage]:
     """Run each tool call of a round in order; return the round's assistant and tool messages."""
-    assistant_parts: list[Any] = [LlmTextPart(text=result.text)] if result.text else []
+    assistant_parts: list[Any] = [part.model_copy() for part in result.reasoning]
+    if result.text:
+        assistant_parts.append(LlmTextPart(text=result.text))
     result_parts: list[Any] = []
     for call in result.calls:
         assistant_parts.append(LlmToolCallPart(id=call.id, name=call.name, args=copy.deepcopy(call.args)))
