@@ -108,6 +108,7 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "trim",
     "budget",
     "usage",
+    "overflow",
 )
 
 _CHUNK = TypeAdapter(StreamChunk)

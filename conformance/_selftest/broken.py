@@ -24,6 +24,7 @@ from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.broken_wire import WIRE_BREAKS
@@ -463,6 +464,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *EVENT_BREAKS,
     *PURE_BREAKS,
     *WIRE_BREAKS,
+    *OVERFLOW_BREAKS,
 )
 
 

@@ -117,7 +117,7 @@ class _ReadsEstimateLive(AgentSession):
 class _RefusalUnnamed(AgentSession):
     async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
         if end.error_code is ErrorCode.BUDGET_EXCEEDED:
-            end = replace(end, message=None)
+            end = replace(end, error_message=None)
         return await super()._settle(end, progress)
 
 

@@ -362,7 +362,8 @@ class AgentSession:
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
                 )
-            if not await self._open_usage():
+            if not await self._usage.opened():  # the accounting boundary: a resumed instance adopts here
+                self._latched = True
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
                 )
@@ -565,6 +566,7 @@ class AgentSession:
             max_tokens_estimate=self._max_tokens_estimate,
             next_request_id=self._next_request_id,
             latch=self._latch,
+            automatic_compaction=automatic_compaction_allowed(self._memory),
         )
 
     def _next_request_id(self) -> str:
@@ -573,15 +575,6 @@ class AgentSession:
 
     def _latch(self) -> None:
         self._latched = True
-
-    async def _open_usage(self) -> bool:
-        """The accounting boundary before a turn: a resumed instance adopts the owner here."""
-        try:
-            await self._usage.open()
-        except Exception:
-            self._latched = True
-            return False
-        return True
 
     def _record(self) -> AgentSessionRecord:
         now = format_timestamp(self._deps.clock.now())
@@ -681,7 +674,7 @@ class AgentSession:
         if end.error_code is not None:
             error = TurnError(
                 code=end.error_code,
-                message=end.message or error_message(end.error_code),
+                message=end.error_message or error_message(end.error_code),
                 retryable=end.error_code in RETRYABLE_ERROR_CODES,
             )
         history = tuple(progress.tool_history) or None

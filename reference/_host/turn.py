@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relavium_reference._host.admission import (
@@ -71,15 +71,20 @@ from relavium_reference._model.vocabulary import (
     code_for_llm_error,
 )
 from relavium_reference._rules.budget import budget_message, strip_reasoning
+from relavium_reference._rules.overflow import RecoveryFacts, may_recover, overflow_message
 from relavium_reference._rules.projection import HistoryMessage, project_request
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
     "PlanEntry",
     "ProviderResolver",
+    "Recovered",
+    "Recovery",
+    "RecoveryRefused",
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
+    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -91,6 +96,13 @@ BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
 
 ProviderResolver = Callable[[ProviderId, str], LlmProvider]
+WindowLookup = Callable[[ProviderId, str], "int | None"]
+"""The authoritative context window of a plan entry's model (``None``: unknown, custom or self-managed)."""
+
+
+def _no_window(provider: ProviderId, model: str) -> int | None:
+    return None
+
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.VALIDATION: "the provider refused the request as invalid",
@@ -139,6 +151,8 @@ class TurnProgress:
     """The provider whose attempt produced this turn's tool rounds (and their reasoning)."""
     latched: bool = False
     """A usage write failed after admission: the session latches at once (the session reads this)."""
+    presend_suppressed: bool = False  # a pre-send compaction of this turn failed or was skipped
+    recoveries: int = 0  # overflow recoveries this turn ran (at most one)
 
 
 @dataclass(frozen=True)
@@ -146,8 +160,7 @@ class TurnEnd:
     stop_reason: SessionStopReason
     text: str | None = None
     error_code: ErrorCode | None = None
-    message: str | None = None
-    """A fixed message other than the code's own (a budget refusal names its cap)."""
+    error_message: str | None = None  # the engine's own wording when the code's fixed one is not enough
 
     @property
     def succeeded(self) -> bool:
@@ -175,6 +188,28 @@ class TurnSetup:
     """The session's frozen copy, taken at construction (never the caller's live value)."""
     next_request_id: Callable[[], str] = lambda: "request"
     latch: Callable[[], None] = lambda: None
+    window_for: WindowLookup = _no_window
+    automatic_compaction: bool = False
+    recover: Recovery | None = None
+    may_recover: Callable[[RecoveryFacts], bool] = may_recover
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """The recovery's compaction installed a new history: the turn retries with it."""
+
+    history: Sequence[HistoryMessage]
+
+
+@dataclass(frozen=True)
+class RecoveryRefused:
+    """The recovery's compaction was refused by the budget: the turn settles ``budget_exceeded``."""
+
+    message: str
+
+
+Recovery = Callable[[TurnSetup], Awaitable["Recovered | RecoveryRefused | None"]]
+"""Runs the one compaction of an overflow recovery; ``None``: nothing to fold, failed or cancelled."""
 
 
 @dataclass
@@ -198,9 +233,22 @@ class _Round:
 
 
 class _Failed(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+    """The chain cannot succeed; for an overflow, the invocation's own classified error and entry."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        *,
+        error: LlmError | None = None,
+        entry: PlanEntry | None = None,
+        streamed: bool = False,
+        message: str | None = None,
+    ) -> None:
         self.code = code
         self.message = message
+        self.error = error
+        self.entry = entry
+        self.streamed = streamed
 
 
 async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
@@ -211,7 +259,13 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
         try:
             result = await _attempt_chain(setup, progress, round_messages)
         except _Failed as failed:
-            return TurnEnd(SessionStopReason.ERROR, error_code=failed.code, message=failed.message)
+            if failed.code is not ErrorCode.CONTEXT_OVERFLOW:
+                return TurnEnd(SessionStopReason.ERROR, error_code=failed.code, error_message=failed.message)
+            recovery = await _recover(setup, progress, failed, tools_dispatched=rounds_done > 0)
+            if isinstance(recovery, TurnSetup):
+                setup = recovery  # one fresh attempt with the compacted history
+                continue
+            return recovery
         if result.stop_reason is StopReason.TOOL_USE and result.calls:
             if rounds_done >= setup.max_tool_turns:
                 return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
@@ -224,6 +278,40 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
             return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
         stop = result.stop_reason or StopReason.STOP
         return TurnEnd(SessionStopReason(stop.value), text=result.text)
+
+
+async def _recover(
+    setup: TurnSetup, progress: TurnProgress, failed: _Failed, *, tools_dispatched: bool
+) -> TurnSetup | TurnEnd:
+    """The one-shot recovery of an overflow, or the overflow's terminal.
+
+    The facts come from the failing invocation alone (its classified error chunk, its entry) and the
+    turn's own state; they live in this call and are never stored, persisted or emitted.
+    """
+    error, entry = failed.error, failed.entry
+    genuine = error is not None and error.authoritative_overflow
+    window = setup.window_for(entry.provider, entry.model) if genuine and entry is not None else None
+    facts = RecoveryFacts(
+        genuine=genuine,
+        window=window,
+        tools_dispatched=tools_dispatched or bool(progress.round_messages),
+        content_streamed=failed.streamed,
+        automatic_allowed=setup.automatic_compaction,
+        presend_suppressed=progress.presend_suppressed,
+        recovered=progress.recoveries > 0,
+    )
+    if setup.recover is not None and setup.may_recover(facts):
+        progress.recoveries += 1
+        outcome = await setup.recover(setup)
+        if isinstance(outcome, Recovered):
+            return replace(setup, history=tuple(outcome.history))
+        if isinstance(outcome, RecoveryRefused):
+            return TurnEnd(
+                SessionStopReason.ERROR, error_code=ErrorCode.BUDGET_EXCEEDED, error_message=outcome.message
+            )
+    model = entry.model if entry is not None else (progress.model or setup.agent.model)
+    message = overflow_message(model, window, tools_ran=facts.tools_dispatched)
+    return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.CONTEXT_OVERFLOW, error_message=message)
 
 
 def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
@@ -264,7 +352,10 @@ async def _attempt_chain(
             if outcome.error is None:
                 return outcome
             code = code_for_llm_error(outcome.error.kind)
-            if outcome.text or outcome.calls:
+            streamed = bool(outcome.text or outcome.calls)
+            if code is ErrorCode.CONTEXT_OVERFLOW:  # never a failover: recovery or the terminal decide
+                raise _Failed(code, error=outcome.error, entry=entry, streamed=streamed)
+            if streamed:
                 raise _Failed(code)  # no failover once content has streamed
             last_code = code
             if not outcome.error.retryable:
@@ -297,7 +388,7 @@ async def _admit(
         max_tokens_estimate=setup.max_tokens_estimate,
     )
     if isinstance(decision, Refuse):
-        raise _Failed(ErrorCode.BUDGET_EXCEEDED, budget_message(decision.cap_microcents))
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED, message=budget_message(decision.cap_microcents))
     if setup.usage is not None:
         pending = UsagePending(
             attempt=progress.attempts + 1, purpose="turn", provider=entry.provider, model=entry.model
@@ -395,27 +486,37 @@ async def _one_attempt(
             progress.usage = progress.usage + chunk.usage
             if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-            settled = await _resolve(setup, progress, model, attempt_number, chunk.usage)
-            if settled is not None or setup.usage is None:  # public completion only once acknowledged
-                await setup.stamper.emit(
-                    CostUpdated,
-                    node_id=setup.node_id,
-                    model=model,
-                    input_tokens=chunk.usage.input_tokens,
-                    output_tokens=chunk.usage.output_tokens,
-                    cost_microcents=settled.cost_microcents if settled else 0,
-                    cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
-                    attempt_number=attempt_number,
-                    priced=settled.priced if settled else False,
-                )
+            await _account(setup, progress, model, chunk.usage, attempt_number)
             result.stop_reason = chunk.stop_reason
             return result
         elif isinstance(chunk, StreamErrorChunk):
-            await _resolve(setup, progress, model, attempt_number, None)
             result.error = chunk.error
+            if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
+                progress.usage = progress.usage + chunk.usage
+            await _account(setup, progress, model, chunk.usage, attempt_number)
             return result
     result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
     return result
+
+
+async def _account(
+    setup: TurnSetup, progress: TurnProgress, model: str, usage: Usage | None, attempt_number: int
+) -> None:
+    """Resolve the attempt through the writer, then publish its cost; only once acknowledged."""
+    settled = await _resolve(setup, progress, model, attempt_number, usage)
+    if usage is None or (setup.usage is not None and settled is None):
+        return
+    await setup.stamper.emit(
+        CostUpdated,
+        node_id=setup.node_id,
+        model=model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_microcents=settled.cost_microcents if settled else 0,
+        cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+        attempt_number=attempt_number,
+        priced=settled.priced if settled else False,
+    )
 
 
 def _parse_args(call: _PendingCall) -> None:

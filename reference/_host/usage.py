@@ -35,3 +35,11 @@ class SessionUsage:
             return
         self.totals = await self.writer.open(self._basis)
         self._opened = True
+
+    async def opened(self) -> bool:
+        """:meth:`open`, reporting a failed write as ``False`` (the session then latches)."""
+        try:
+            await self.open()
+        except Exception:
+            return False
+        return True
