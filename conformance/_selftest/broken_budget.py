@@ -13,7 +13,12 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnPolicy
-from relavium_reference._host.admission import ALWAYS_ADMIT, AdmissionPort, UsageWriter
+from relavium_reference._host.admission import (
+    ALWAYS_ADMIT,
+    AdmissionPort,
+    UsageWriter,
+    output_reservation,
+)
 from relavium_reference._host.session import TurnResult
 from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._host.usage import SessionUsage
@@ -29,7 +34,7 @@ from relavium_reference._model.budget import (
 )
 from relavium_reference._model.tools import ApprovalRequest
 from relavium_reference._model.vocabulary import ErrorCode
-from relavium_reference._rules.projection import ProjectedRequest, estimate_tokens
+from relavium_reference._rules.projection import ProjectedRequest, estimate_tokens, project_request
 from relavium_reference._rules.resume import SessionResumeState
 
 __all__ = ["BUDGET_BREAKS"]
@@ -212,6 +217,63 @@ class _DropsUncommittedCost(AgentSession):
         return None
 
 
+class _FreshBasisSkipped(AgentSession):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._usage = SessionUsage(self._usage.writer, basis="adopt")  # never the complete-zero basis
+
+
+class _OwnMoney(_WrappedSession):
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        class Own(_Writer):
+            async def resolved(self, record: UsageResolved) -> UsageSettled:
+                await self.inner.resolved(record)
+                return UsageSettled(cost_microcents=0, priced=False, totals=UsageTotals())
+
+        return Own(inner)
+
+
+class _RefusalUsesSlot(AgentSession):
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.error_code is ErrorCode.BUDGET_EXCEEDED and not progress.engaged:
+            self._turns_used += 1
+        return await super()._settle(end, progress)
+
+
+class _UnreportedAsZero(_WrappedSession):
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        class Certain(_Writer):
+            async def resolved(self, record: UsageResolved) -> UsageSettled:
+                return await self.inner.resolved(replace(record, reported=True))
+
+        return Certain(inner)
+
+
+class _FallbackReservationFirst(_WrappedSession):
+    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+        class Reserves(_Governor):
+            async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
+                reservation = output_reservation(None, request.max_tokens_estimate)
+                return await self.inner.admit(replace(request, output_reservation=reservation))
+
+        return Reserves(inner)
+
+
+class _EstimateWithoutTools(AgentSession):
+    def context_estimate(self, pending_user: str) -> int:
+        projected = project_request(
+            system=self._agent.system_prompt, history=self._history(), pending_user=pending_user
+        )
+        return estimate_tokens(projected)
+
+
+class _CancelDropsAccounting(AgentSession):
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if self._interrupt == "cancel":
+            progress = TurnProgress()
+        return await super()._settle(end, progress)
+
+
 BUDGET_BREAKS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "admission-skipped-for-tool-rounds",
@@ -296,5 +358,47 @@ BUDGET_BREAKS: tuple[BrokenImplementation, ...] = (
         "a failed or aborted turn's billed cost is never recorded",
         ("AS-MSG-022",),
         _DropsUncommittedCost,
+    ),
+    BrokenImplementation(
+        "fresh-basis-skipped",
+        "a freshly created session never opens the complete-zero basis",
+        ("AS-USE-003",),
+        _FreshBasisSkipped,
+    ),
+    BrokenImplementation(
+        "cost-from-own-counters",
+        "cost:updated publishes the engine's own unpriced counters instead of the writer's resolved money",
+        ("AS-USE-006",),
+        _OwnMoney,
+    ),
+    BrokenImplementation(
+        "budget-refusal-uses-slot",
+        "a turn refused at its first admission still uses a slot of the hard cap",
+        ("AS-OBS-016",),
+        _RefusalUsesSlot,
+    ),
+    BrokenImplementation(
+        "unreported-usage-resolved-as-known",
+        "an attempt whose provider reported no usage is resolved as a known zero",
+        ("AS-USE-002", "AS-USE-012"),
+        _UnreportedAsZero,
+    ),
+    BrokenImplementation(
+        "fallback-reservation-first",
+        "the output reservation takes the estimate-only fallback over the request's own maxTokens",
+        ("AS-FIN-005",),
+        _FallbackReservationFirst,
+    ),
+    BrokenImplementation(
+        "context-estimate-own-construction",
+        "the context estimate builds its request without the tools the turn's request carries",
+        ("AS-FIN-006",),
+        _EstimateWithoutTools,
+    ),
+    BrokenImplementation(
+        "cancel-in-commit-drops-accounting",
+        "a cancel during the commitment flush reports the turn as having spent nothing",
+        ("AS-OBS-027",),
+        _CancelDropsAccounting,
     ),
 )
