@@ -52,6 +52,7 @@ __all__ = [
     "NothingToTrimResult",
     "PolicyRefusal",
     "PolicySpec",
+    "ProviderEndpoint",
     "ProviderNextParams",
     "ProviderNextResult",
     "ProviderOpenParams",
@@ -134,6 +135,18 @@ class ToolSpec(_Msg):
     preview_key: str | None = None
 
 
+class ProviderEndpoint(_Msg):
+    """Where the implementation reaches one provider over HTTP, in that vendor's dialect (capability
+    ``wire``, KD-WIRE-1): the kit's loopback server stands at ``baseUrl``.  ``official`` says whether the
+    endpoint stands for the vendor's own API (an overflow from it is authoritative) or for a custom,
+    compatible host (the downgrade of KD-OVF-1)."""
+
+    provider: Annotated[str, Field(min_length=1)]
+    base_url: Annotated[str, Field(min_length=1)]
+    official: bool
+    api_key: str = "kit-test-key"
+
+
 class DepsSpec(_Msg):
     max_turns: int | None = None
     max_tool_turns: int | None = None
@@ -149,6 +162,8 @@ class DepsSpec(_Msg):
     """The host has a cost governor: every provider attempt asks ``host.admit`` first (KD-FIN-2)."""
     usage_writer: bool = False
     """The persisted host keeps a usage writer: ``host.usage`` (KD-USE-1)."""
+    provider_endpoints: tuple[ProviderEndpoint, ...] = ()
+    """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
 
 class CaseLabel(_Msg):
