@@ -14,16 +14,14 @@ from relavium_conformance._wire.budget_messages import HostAdmitResult, HostUsag
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import Callback
 from relavium_reference._model.budget import (
-    AdmissionDecision,
-    AdmissionRequest,
-    Admit,
-    Refuse,
     UsageBasis,
     UsagePending,
     UsageResolved,
     UsageSettled,
     UsageTotals,
 )
+from relavium_reference._model.invocation import AdmissionRefused, AdmissionRequest, Admitted
+from relavium_reference._rules.budget import budget_message
 
 __all__ = ["KitAdmission", "KitUsageWriter", "poke_estimate"]
 
@@ -33,7 +31,7 @@ class KitAdmission:
         self._callback = callback
         self._handle = handle
 
-    async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
+    async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
         answer = await self._callback(
             "host.admit",
             {
@@ -42,21 +40,23 @@ class KitAdmission:
                 "purpose": request.purpose,
                 "attempt": request.attempt,
                 "round": request.round,
-                "provider": request.provider.value,
+                "provider": request.provider,
                 "model": request.model,
-                "request": request.request.to_wire(),
-                "inputEstimate": request.input_estimate,
+                "request": None if request.request is None else request.request.to_wire(),
+                "inputEstimate": request.input_tokens,
                 "maxTokensEstimate": request.max_tokens_estimate,
                 "outputReservation": request.output_reservation,
             },
         )
         decision = kit_parse(HostAdmitResult, answer)
         if decision.decision == "refuse":
-            return Refuse(cap_microcents=decision.cap_microcents or 0)
-        return Admit()
+            return AdmissionRefused(message=budget_message(decision.cap_microcents or 0))
+        return Admitted()
 
-    async def release(self, request_id: str) -> None:
-        await self._callback("host.releaseAdmission", {"handle": self._handle, "requestId": request_id})
+    async def release(self, request: AdmissionRequest) -> None:
+        await self._callback(
+            "host.releaseAdmission", {"handle": self._handle, "requestId": request.request_id}
+        )
 
 
 def _totals(answer: HostUsageResult) -> UsageTotals:

@@ -36,10 +36,11 @@ from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.accounting import AccountingWorld
+from relavium_conformance._run.compaction_world import CompactionWorld, marker_problem
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
-from relavium_conformance._run.turns import marker_problem, turn_problem, turn_rows
+from relavium_conformance._run.turns import turn_problem, turn_rows
 from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
@@ -95,6 +96,8 @@ class Observation:
     usage: list[dict[str, Any]] = field(default_factory=list)  # host.usage calls, in order
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
+    summary_requests: list[dict[str, Any]] = field(default_factory=list)
+    compaction_starts: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
@@ -115,6 +118,9 @@ class Observation:
             "exports": self.exports,
             **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
         }
+        if self.summary_requests or self.compaction_starts:  # older snapshots stay as they were
+            raw["summary_requests"] = self.summary_requests
+            raw["compaction_starts"] = self.compaction_starts
         value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
         return value
 
@@ -129,7 +135,7 @@ def _substitute(value: Any, workdir: str) -> Any:
     return value
 
 
-class CaseWorld(AccountingWorld):
+class CaseWorld(CompactionWorld, AccountingWorld):
     """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``)."""
 
     def __init__(
@@ -160,6 +166,7 @@ class CaseWorld(AccountingWorld):
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
+        self.init_compaction()
         self._init_accounting()
 
     # -- the implementation calls the kit -------------------------------------------------------
@@ -291,18 +298,21 @@ class CaseWorld(AccountingWorld):
         return {**base, **(overrides or {})}
 
     async def on_provider_open(self, params: ProviderOpenParams) -> dict[str, Any]:
+        if params.purpose == "summary":
+            return await self.open_summary(params)
         self._opened += 1
         self.check_egress(params.request)
-        self.observed.provider_requests.append(
-            {"provider": params.provider, "model": params.model, "request": params.request}
-        )
+        opened = {"provider": params.provider, "model": params.model, "request": params.request}
+        if params.window is not None:
+            opened["window"] = params.window
+        self.observed.provider_requests.append(opened)
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
         if steps is None:
             self.observed.violations.append(
                 Difference(
-                    path=f"provider_requests[{self._opened - 1}]",
-                    message=f"provider request #{self._opened} was not scripted",
+                    path=f"provider_requests[{len(self.observed.provider_requests) - 1}]",
+                    message=f"provider request #{len(self.observed.provider_requests)} was not scripted",
                     actual=jsonable(self.observed.provider_requests[-1]),
                     form=DifferenceForm.EXTRA,
                 )

@@ -13,7 +13,7 @@ from typing import Any
 
 from relavium_conformance._wire.model import shape_problem
 
-__all__ = ["marker_problem", "turn_problem", "turn_rows"]
+__all__ = ["turn_problem", "turn_rows"]
 
 
 def _types(row: dict[str, Any]) -> list[str]:
@@ -63,26 +63,3 @@ def turn_problem(turn: Any) -> str | None:
 def turn_rows(turn: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a sound turn in commit order: user, structural rows, terminal."""
     return [turn["user"], *turn.get("structural", []), turn["terminal"]]
-
-
-def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
-    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
-
-    A marker is a ``system`` row with a list of text parts (none, for a trim) and
-    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
-    """
-    if marker.get("role") != "system":
-        return "its role is not system"
-    content = marker.get("content")
-    if not isinstance(content, list) or any(
-        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "its content is not a list of text parts"
-    compaction = marker.get("compaction")
-    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
-    if isinstance(through, bool) or not isinstance(through, int):
-        return "it has no compaction.droppedThroughSequence"
-    if not 0 <= through < row_count:
-        return "compaction.droppedThroughSequence names no earlier row"
-    return None

@@ -13,27 +13,27 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnPolicy
-from relavium_reference._host.admission import (
-    ALWAYS_ADMIT,
-    AdmissionPort,
-    UsageWriter,
-    output_reservation,
-)
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.session import TurnResult
 from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.budget import (
-    AdmissionDecision,
-    AdmissionRequest,
-    Admit,
     UsageBasis,
     UsagePending,
     UsageResolved,
     UsageSettled,
     UsageTotals,
 )
+from relavium_reference._model.invocation import (
+    ALWAYS_ADMIT,
+    Admission,
+    AdmissionRefused,
+    AdmissionRequest,
+    Admitted,
+)
 from relavium_reference._model.tools import ApprovalRequest
 from relavium_reference._model.vocabulary import ErrorCode
+from relavium_reference._rules.compaction import output_reservation
 from relavium_reference._rules.projection import ProjectedRequest, estimate_tokens, project_request
 from relavium_reference._rules.resume import SessionResumeState
 
@@ -43,14 +43,14 @@ __all__ = ["BUDGET_BREAKS"]
 class _Governor:
     """A governor wrapper: forwards to the session's own port unless the break says otherwise."""
 
-    def __init__(self, inner: AdmissionPort) -> None:
+    def __init__(self, inner: Admission) -> None:
         self.inner = inner
 
-    async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
+    async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
         return await self.inner.admit(request)
 
-    async def release(self, request_id: str) -> None:
-        await self.inner.release(request_id)
+    async def release(self, request: AdmissionRequest) -> None:
+        await self.inner.release(request)
 
 
 class _Writer:
@@ -70,7 +70,7 @@ class _Writer:
 class _WrappedSession(AgentSession):
     """A session whose turn gets a wrapped governor and writer (the hooks the breaks override)."""
 
-    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+    def governor(self, inner: Admission) -> Admission:
         return inner
 
     def writer(self, inner: UsageWriter) -> UsageWriter:
@@ -83,31 +83,33 @@ class _WrappedSession(AgentSession):
 
 
 class _SkipsToolRoundAdmission(_WrappedSession):
-    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+    def governor(self, inner: Admission) -> Admission:
         class Skips(_Governor):
-            async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
-                return Admit() if request.round > 0 else await self.inner.admit(request)
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                return Admitted() if request.round > 0 else await self.inner.admit(request)
 
         return Skips(inner)
 
 
 class _EstimateAfterStripping(_WrappedSession):
-    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+    def governor(self, inner: Admission) -> Admission:
         class Measures(_Governor):
-            async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
                 sent = request.request
+                if sent is None:
+                    return await self.inner.admit(request)
                 estimate = estimate_tokens(
                     ProjectedRequest(system=sent.system or "", messages=sent.messages, tools=sent.tools)
                 )
-                return await self.inner.admit(replace(request, input_estimate=estimate))
+                return await self.inner.admit(replace(request, input_tokens=estimate))
 
         return Measures(inner)
 
 
 class _KeepsPendingAdmission(_WrappedSession):
-    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+    def governor(self, inner: Admission) -> Admission:
         class Keeps(_Governor):
-            async def release(self, request_id: str) -> None:
+            async def release(self, request: AdmissionRequest) -> None:
                 return None
 
         return Keeps(inner)
@@ -250,9 +252,9 @@ class _UnreportedAsZero(_WrappedSession):
 
 
 class _FallbackReservationFirst(_WrappedSession):
-    def governor(self, inner: AdmissionPort) -> AdmissionPort:
+    def governor(self, inner: Admission) -> Admission:
         class Reserves(_Governor):
-            async def admit(self, request: AdmissionRequest) -> AdmissionDecision:
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
                 reservation = output_reservation(None, request.max_tokens_estimate)
                 return await self.inner.admit(replace(request, output_reservation=reservation))
 

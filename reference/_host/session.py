@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from relavium_reference._host.admission import ALWAYS_ADMIT, AdmissionPort, UsageWriter
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
@@ -58,12 +58,14 @@ from relavium_reference._model.history_results import (
     BoundaryMarker,
     CompactionFailed,
     CompactionResult,
+    CompactionStartHook,
     MemoryPolicyRefusal,
     NothingToCompact,
     NothingToTrim,
     Trimmed,
     TrimResult,
 )
+from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
 from relavium_reference._model.messages import AgentSessionRecord, Compaction
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext, WireModel
@@ -75,6 +77,7 @@ from relavium_reference._model.vocabulary import (
     SessionStopReason,
 )
 from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
 from relavium_reference._rules.memory import (
@@ -133,10 +136,19 @@ class SessionDeps:
     command_output_limit: int = DEFAULT_OUTPUT_LIMIT
     new_id: Callable[[], str] = _new_id
     persister: TurnPersister | None = None
-    max_tokens_estimate: int | None = None
-    """Estimate-only output fallback; the session copies it at construction."""
-    admission: AdmissionPort = ALWAYS_ADMIT
-    usage_writer: UsageWriter | None = None
+    # -- compaction and admission (the seams of measured compaction and of the budget) --
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    """Model metadata by model name; a model not listed has an unknown window."""
+    admission: Admission = ALWAYS_ADMIT
+    """Asked before every provider attempt and every summary pass (default: admit all)."""
+    compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
+    after_turn_compaction: bool = True
+    max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
+    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
+    max_messages: int | None = None
+    """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
+    on_compaction_start: CompactionStartHook | None = None
+    """The unknown-window acknowledgement (KD-COMP-4); without it such a manual compaction fails."""
 
 
 class ExportResult(WireModel):
@@ -537,10 +549,7 @@ class AgentSession:
         await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:
-        """The one place the session's state changes: the table's outcome sets the next state.
-
-        A refusal raises :class:`SessionStateError` and leaves the state as it was.
-        """
+        """The one place the state changes (the table's outcome); a refusal raises and changes nothing."""
         outcome = apply(self._state, event)
         self._state = outcome.next_state
         return outcome
@@ -562,19 +571,17 @@ class AgentSession:
             stamper=self._stamper,
             latched=lambda: self._latched,
             admission=self._deps.admission,
+            models=self._deps.models,
             usage=self._usage.writer,
             max_tokens_estimate=self._max_tokens_estimate,
             next_request_id=self._next_request_id,
-            latch=self._latch,
+            latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
         )
 
     def _next_request_id(self) -> str:
         self._requests += 1
         return f"{self.session_id}/request-{self._requests}"
-
-    def _latch(self) -> None:
-        self._latched = True
 
     def _record(self) -> AgentSessionRecord:
         now = format_timestamp(self._deps.clock.now())

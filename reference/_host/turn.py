@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from relavium_reference._host.admission import (
-    ALWAYS_ADMIT,
-    AdmissionPort,
-    UsageWriter,
-    ask_admission,
-    release_quietly,
-)
+from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.stamper import EventStamper
-from relavium_reference._model.budget import Refuse, UsagePending, UsageResolved, UsageSettled
+from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.events import (
     AgentApprovalRequested,
     AgentReasoning,
@@ -32,6 +26,15 @@ from relavium_reference._model.events import (
     AgentToolResult,
     CostUpdated,
     ToolHistoryEntry,
+)
+from relavium_reference._model.invocation import (
+    ALWAYS_ADMIT,
+    UNKNOWN_MODEL,
+    Admission,
+    AdmissionRefused,
+    Invocation,
+    ModelInfo,
+    open_stream,
 )
 from relavium_reference._model.llm import (
     LlmError,
@@ -70,9 +73,13 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-from relavium_reference._rules.budget import budget_message, strip_reasoning
+from relavium_reference._rules.budget import strip_reasoning
 from relavium_reference._rules.overflow import RecoveryFacts, may_recover, overflow_message
-from relavium_reference._rules.projection import HistoryMessage, project_request
+from relavium_reference._rules.projection import (
+    HistoryMessage,
+    ProjectedRequest,
+    project_request,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -84,7 +91,6 @@ __all__ = [
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
-    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -96,12 +102,6 @@ BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
 
 ProviderResolver = Callable[[ProviderId, str], LlmProvider]
-WindowLookup = Callable[[ProviderId, str], "int | None"]
-"""The authoritative context window of a plan entry's model (``None``: unknown, custom or self-managed)."""
-
-
-def _no_window(provider: ProviderId, model: str) -> int | None:
-    return None
 
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
@@ -182,13 +182,13 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
-    admission: AdmissionPort = ALWAYS_ADMIT
-    usage: UsageWriter | None = None
+    admission: Admission = ALWAYS_ADMIT
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
     max_tokens_estimate: int | None = None
     """The session's frozen copy, taken at construction (never the caller's live value)."""
+    usage: UsageWriter | None = None
     next_request_id: Callable[[], str] = lambda: "request"
     latch: Callable[[], None] = lambda: None
-    window_for: WindowLookup = _no_window
     automatic_compaction: bool = False
     recover: Recovery | None = None
     may_recover: Callable[[RecoveryFacts], bool] = may_recover
@@ -290,7 +290,7 @@ async def _recover(
     """
     error, entry = failed.error, failed.entry
     genuine = error is not None and error.authoritative_overflow
-    window = setup.window_for(entry.provider, entry.model) if genuine and entry is not None else None
+    window = _window(setup, entry.model) if genuine and entry is not None else None
     facts = RecoveryFacts(
         genuine=genuine,
         window=window,
@@ -314,15 +314,22 @@ async def _recover(
     return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.CONTEXT_OVERFLOW, error_message=message)
 
 
-def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-    """A fresh request from the one projection: every list, message and part is new."""
-    projected = project_request(
+def _window(setup: TurnSetup, model: str) -> int | None:
+    """The model's authoritative window from the host's metadata (``None``: unknown or custom)."""
+    return setup.models.get(model, UNKNOWN_MODEL).authoritative_window
+
+
+def _project(setup: TurnSetup, round_messages: Sequence[LlmMessage]) -> ProjectedRequest:
+    return project_request(
         system=setup.agent.system_prompt,
         history=setup.history,
         pending_user=setup.pending_user,
         rounds=round_messages,
         tools=setup.registry.definitions(setup.advertised) if setup.advertised else None,
     )
+
+
+def _to_request(projected: ProjectedRequest, setup: TurnSetup, model: str) -> LlmRequest:
     return LlmRequest(
         model=model,
         system=projected.system,
@@ -372,11 +379,11 @@ async def _admit(
     attempt on another provider than the one that produced this turn's rounds.  A refusal raises
     ``budget_exceeded`` naming the cap; a failed pending write latches the session and sends nothing.
     """
-    built = _build_request(setup, entry.model, round_messages)
+    built = _to_request(_project(setup, round_messages), setup, entry.model)
     crossing = progress.rounds_provider is not None and progress.rounds_provider is not entry.provider
     sent = strip_reasoning(built) if crossing else built
     request_id = setup.next_request_id()
-    decision = await ask_admission(
+    asked, decision = await ask_admission(
         setup.admission,
         request_id=request_id,
         purpose="turn",
@@ -387,8 +394,8 @@ async def _admit(
         sent=sent,
         max_tokens_estimate=setup.max_tokens_estimate,
     )
-    if isinstance(decision, Refuse):
-        raise _Failed(ErrorCode.BUDGET_EXCEEDED, message=budget_message(decision.cap_microcents))
+    if isinstance(decision, AdmissionRefused):
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED, message=decision.message)
     if setup.usage is not None:
         pending = UsagePending(
             attempt=progress.attempts + 1, purpose="turn", provider=entry.provider, model=entry.model
@@ -397,7 +404,7 @@ async def _admit(
             await setup.usage.pending(pending)
         except Exception:
             _latch(setup, progress)
-            await release_quietly(setup.admission, request_id)
+            await release_quietly(setup.admission, asked)
             raise _Failed(ErrorCode.INTERNAL) from None
     return sent
 
@@ -437,6 +444,7 @@ async def _one_attempt(
 ) -> _Round:
     model = entry.model
     request = await _admit(setup, progress, entry, round_messages)
+    window = _window(setup, model)
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1
@@ -447,7 +455,7 @@ async def _one_attempt(
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
     try:
-        chunks = provider.stream(request).__aiter__()
+        chunks = open_stream(provider, request, Invocation("turn", window)).__aiter__()
     except Exception:
         result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
         return result
