@@ -12,6 +12,7 @@ hands over to the host's own task); the kit's adapters do so.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Literal
 
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.commands import run_command
+from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
 from relavium_reference._host.turn import (
@@ -205,8 +207,8 @@ class AgentSession:
         self._max_turns = resolve_max_turns(deps.max_turns)
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
         self._usage = SessionUsage(deps.usage_writer, basis="fresh")
-        self._requests = 0
         self.session_id = session_id or deps.new_id()
+        self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
         self._memory = resolve_memory(agent.memory)  # once per instance: fresh, resumed, reseated alike
@@ -574,14 +576,11 @@ class AgentSession:
             models=self._deps.models,
             usage=self._usage.writer,
             max_tokens_estimate=self._max_tokens_estimate,
-            next_request_id=self._next_request_id,
+            next_request_id=self._request_ids.__next__,
             latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
+            recover=lambda current: recover_overflow(self, current),
         )
-
-    def _next_request_id(self) -> str:
-        self._requests += 1
-        return f"{self.session_id}/request-{self._requests}"
 
     def _record(self) -> AgentSessionRecord:
         now = format_timestamp(self._deps.clock.now())

@@ -261,3 +261,61 @@ def test_a_raised_overflow_is_not_a_classified_one() -> None:
     result = _send(h)
     assert result.error.code is ErrorCode.INTERNAL
     assert h.session.recoveries == []
+
+
+class _RefuseSummaries:
+    """An admission that refuses every summary pass (a budget that cannot afford the compaction)."""
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+
+    async def admit(self, request: Any) -> Any:
+        from relavium_reference._model.invocation import AdmissionRefused, Admitted
+
+        self.asked.append(request)
+        if request.purpose == "summary":
+            return AdmissionRefused(message="the cost cap of 500 microcents refuses the summary")
+        return Admitted()
+
+    async def release(self, request: Any) -> None:
+        return None
+
+
+@pytest.mark.clauses("AS-OVF-010")
+def test_the_real_recovery_refused_by_the_budget_settles_budget_exceeded() -> None:
+    admission = _RefuseSummaries()
+    provider = ScriptedProvider({"calls": [text_call("one"), text_call("two"), overflow_call()]})
+
+    async def sink(event: SessionEvent) -> None:
+        events.append(event)
+
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    events: list[SessionEvent] = []
+    session = AgentSession(
+        agent=AGENT,
+        context=SessionContext(working_dir="."),
+        deps=SessionDeps(
+            resolve_provider=lambda _p, _m: provider,
+            emit=sink,
+            tools=default_tools(),
+            sleep=no_sleep,
+            models={"model-a": ModelInfo(context_window=WINDOW)},
+            admission=admission,
+        ),
+    )
+
+    async def scenario() -> Any:
+        await session.start()
+        await session.send_message("first")
+        await session.send_message("second")
+        return await session.send_message("third")
+
+    result = run(scenario())
+    assert result.error.code is ErrorCode.BUDGET_EXCEEDED
+    assert result.error.message == "the cost cap of 500 microcents refuses the summary"
+    assert [r.purpose for r in admission.asked][-1] == "summary"
+    assert len(provider.requests) == 3  # the refused pass never egressed, and no retry followed
+    assert not [e for e in events if e.type.startswith("session:compact")]  # no moment opened
+    assert len(session.exchanges) == 2  # nothing installed
