@@ -50,6 +50,7 @@ from relavium_conformance._wire.protocol import CASE_OPERATIONS
 __all__ = [
     "CASE_ID_PATTERN",
     "KNOWN_CAPABILITIES",
+    "AckAnswer",
     "AnyCase",
     "ApprovalStep",
     "Case",
@@ -208,6 +209,18 @@ class EventHook(KitStrict):
         return self
 
 
+class AckAnswer(KitStrict):
+    """How the kit's host answers one ``host.compactionStart`` (in order; default: acknowledge).
+
+    ``do`` runs first (``do: cancel`` makes the answer that follows a late one), then ``hold`` never
+    answers, else ``fail`` refuses the acknowledgement and anything else acknowledges it.
+    """
+
+    do: DoAction | None = None
+    hold: bool = False
+    fail: bool = False
+
+
 class History(KitStrict):
     """Durable rows the kit's host already holds when the case begins (e.g. a legacy transcript).
 
@@ -248,6 +261,9 @@ class CaseExpect(KitStrict):
     absent_events: tuple[str, ...] | None = None
     provider_requests: tuple[dict[str, Any], ...] | None = None
     provider_request_count: Annotated[int, Field(ge=0)] | None = None
+    summary_requests: tuple[dict[str, Any], ...] | None = None
+    summary_request_count: Annotated[int, Field(ge=0)] | None = None
+    compaction_starts: tuple[dict[str, Any], ...] | None = None
     tool_calls: tuple[dict[str, Any], ...] | None = None
     confirms: tuple[dict[str, Any], ...] | None = None
     rows: tuple[dict[str, Any], ...] | None = None
@@ -268,6 +284,8 @@ class Case(KitStrict):
     # these choices (its expectations are kit-choice failures when unmet)
     setup: Setup = Field(default_factory=Setup)
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
+    summaries: tuple[tuple[ProviderStep, ...], ...] = ()  # summary passes (provider.open purpose summary)
+    acknowledgements: tuple[AckAnswer, ...] = ()  # answers to host.compactionStart, in order
     tools: tuple[ToolAnswer, ...] = ()
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()

@@ -71,7 +71,8 @@ from relavium_reference import (
 from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
-from relavium_reference._model.history_results import BoundaryMarker
+from relavium_reference._model.history_results import BoundaryMarker, CompactionStart
+from relavium_reference._model.invocation import Invocation, ModelInfo
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     SessionMessage,
@@ -226,13 +227,22 @@ class _KitProvider:
         self._model = model
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        return self._pull(request.to_wire())
+        return self._pull(request.to_wire(), Invocation("turn", None))
 
-    async def _pull(self, request: dict[str, Any]) -> AsyncIterator[StreamChunk]:
-        opened = await self._callback(
-            "provider.open",
-            {"handle": self._handle, "provider": self._provider, "model": self._model, "request": request},
-        )
+    def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        return self._pull(request.to_wire(), invocation)
+
+    async def _pull(self, request: dict[str, Any], invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        params: dict[str, Any] = {
+            "handle": self._handle,
+            "provider": self._provider,
+            "model": self._model,
+            "request": request,
+        }
+        params["purpose"] = invocation.purpose
+        if invocation.window is not None:
+            params["window"] = invocation.window
+        opened = await self._callback("provider.open", params)
         stream = opened["stream"]
         while True:
             answer = await self._callback("provider.next", {"handle": self._handle, "stream": stream})
@@ -448,8 +458,25 @@ class ReferenceImplementation:
                 )
             return _KitProvider(callback, handle, provider.value, model)
 
+        async def acknowledge(start: CompactionStart) -> None:
+            await callback("host.compactionStart", {"handle": handle, "start": start.to_wire()})
+
+        models = {
+            name: ModelInfo(context_window=spec.context_window, self_managed=spec.self_managed)
+            for name, spec in deps.models.items()
+        }
+        optional: dict[str, Any] = {}
+        if deps.compact_threshold is not None:
+            optional["compact_threshold"] = deps.compact_threshold
+        if deps.after_turn_compaction is not None:
+            optional["after_turn_compaction"] = deps.after_turn_compaction
         return SessionDeps(
             resolve_provider=resolve,
+            models=models,
+            max_tokens_estimate=deps.max_tokens_estimate,
+            max_messages=deps.max_messages,
+            on_compaction_start=acknowledge,
+            **optional,
             emit=emit,
             sleep=sleep,
             tools=ToolRegistry(self._tool(handle, spec) for spec in params.tools),

@@ -35,6 +35,7 @@ from relavium_conformance._corpus.cases import (
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
+from relavium_conformance._run.compaction_world import CompactionWorld, marker_problem
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
@@ -92,6 +93,8 @@ class Observation:
     costs: list[dict[str, Any]] = field(default_factory=list)
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
+    summary_requests: list[dict[str, Any]] = field(default_factory=list)
+    compaction_starts: list[dict[str, Any]] = field(default_factory=list)
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
@@ -111,6 +114,9 @@ class Observation:
             "costs": self.costs,
             "exports": self.exports,
         }
+        if self.summary_requests or self.compaction_starts:  # older snapshots stay as they were
+            raw["summary_requests"] = self.summary_requests
+            raw["compaction_starts"] = self.compaction_starts
         value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
         return value
 
@@ -125,7 +131,7 @@ def _substitute(value: Any, workdir: str) -> Any:
     return value
 
 
-class CaseWorld:
+class CaseWorld(CompactionWorld):
     """The provider, tools and host of one case."""
 
     def __init__(
@@ -156,6 +162,7 @@ class CaseWorld:
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
+        self.init_compaction()
 
     # -- the implementation calls the kit -------------------------------------------------------
 
@@ -286,17 +293,20 @@ class CaseWorld:
         return {**base, **(overrides or {})}
 
     async def on_provider_open(self, params: ProviderOpenParams) -> dict[str, Any]:
+        if params.purpose == "summary":
+            return await self.open_summary(params)
         self._opened += 1
-        self.observed.provider_requests.append(
-            {"provider": params.provider, "model": params.model, "request": params.request}
-        )
+        opened = {"provider": params.provider, "model": params.model, "request": params.request}
+        if params.window is not None:
+            opened["window"] = params.window
+        self.observed.provider_requests.append(opened)
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
         if steps is None:
             self.observed.violations.append(
                 Difference(
-                    path=f"provider_requests[{self._opened - 1}]",
-                    message=f"provider request #{self._opened} was not scripted",
+                    path=f"provider_requests[{len(self.observed.provider_requests) - 1}]",
+                    message=f"provider request #{len(self.observed.provider_requests)} was not scripted",
                     actual=jsonable(self.observed.provider_requests[-1]),
                     form=DifferenceForm.EXTRA,
                 )
@@ -476,29 +486,6 @@ class CaseWorld:
             expected = resolve_saved(op.expect, self.saved)
             found.extend(match(expected, result, where + ".result"))
         return found
-
-
-def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
-    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
-
-    A marker is a ``system`` row with a list of text parts (none, for a trim) and
-    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
-    """
-    if marker.get("role") != "system":
-        return "its role is not system"
-    content = marker.get("content")
-    if not isinstance(content, list) or any(
-        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "its content is not a list of text parts"
-    compaction = marker.get("compaction")
-    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
-    if isinstance(through, bool) or not isinstance(through, int):
-        return "it has no compaction.droppedThroughSequence"
-    if not 0 <= through < row_count:
-        return "compaction.droppedThroughSequence names no earlier row"
-    return None
 
 
 def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:

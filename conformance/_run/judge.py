@@ -65,6 +65,12 @@ def _expectations(case: Case, observed: Observation) -> list[Difference]:
         out += match(list(expect.provider_requests), observed.provider_requests, "provider_requests")
     if expect.provider_request_count is not None:
         out += match(expect.provider_request_count, len(observed.provider_requests), "provider_request_count")
+    if expect.summary_requests is not None:
+        out += match(list(expect.summary_requests), observed.summary_requests, "summary_requests")
+    if expect.summary_request_count is not None:
+        out += match(expect.summary_request_count, len(observed.summary_requests), "summary_request_count")
+    if expect.compaction_starts is not None:
+        out += match(list(expect.compaction_starts), observed.compaction_starts, "compaction_starts")
     if expect.tool_calls is not None:
         out += match(list(expect.tool_calls), observed.tool_calls, "tool_calls")
     if expect.confirms is not None:

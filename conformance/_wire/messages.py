@@ -37,6 +37,7 @@ __all__ = [
     "HelloResult",
     "HostAppendMarkerParams",
     "HostCommitTurnParams",
+    "HostCompactionStartParams",
     "HostConfirmParams",
     "HostConfirmResult",
     "HostCreateSessionParams",
@@ -49,6 +50,7 @@ __all__ = [
     "KitInfo",
     "MemoryPolicyResult",
     "MessageJson",
+    "ModelSpec",
     "NothingToTrimResult",
     "PolicyRefusal",
     "PolicySpec",
@@ -135,6 +137,14 @@ class ToolSpec(_Msg):
     preview_key: str | None = None
 
 
+class ModelSpec(_Msg):
+    """What the host knows of one model: its authoritative window (absent: unknown or custom) and whether
+    its provider manages its own context."""
+
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    self_managed: bool = False
+
+
 class ProviderEndpoint(_Msg):
     """Where the implementation reaches one provider over HTTP, in that vendor's dialect (capability
     ``wire``, KD-WIRE-1): the kit's loopback server stands at ``baseUrl``.  ``official`` says whether the
@@ -156,6 +166,13 @@ class DepsSpec(_Msg):
     unavailable_providers: tuple[str, ...] = ()
     """Providers the host holds no credential for: resolving one is refused before any invocation
     (KD-CAP-1), so the implementation must not call ``provider.open`` for it."""
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    """Model metadata by model name (KD-COMP-6): a model not listed has an unknown window."""
+    compact_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
+    after_turn_compaction: bool | None = None
+    max_tokens_estimate: Annotated[int, Field(gt=0)] | None = None
+    max_messages: Annotated[int, Field(gt=0)] | None = None
+    """The deterministic trim an ordinary after-turn compaction failure falls back to."""
     provider_endpoints: tuple[ProviderEndpoint, ...] = ()
     """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
@@ -237,6 +254,10 @@ class ProviderOpenParams(_Msg):
     provider: str
     model: str
     request: RequestJson
+    purpose: Literal["turn", "summary"] = "turn"
+    """What the invocation is for (KD-COMP-6): a turn attempt, or one summary pass of a compaction."""
+    window: Annotated[int, Field(gt=0)] | None = None
+    """The attempted entry's authoritative window as the implementation measured it (absent: unknown)."""
 
 
 class ProviderOpenResult(_Msg):
@@ -499,6 +520,14 @@ class CompactionOutcome(_Msg):
     kind: Literal[
         "compacted", "nothing_to_compact", "failed", "cancelled", "budget_refused", "policy_refused"
     ]
+
+
+class HostCompactionStartParams(_Msg):
+    """The unknown-window disclosure to acknowledge before a manual compaction's first pass (KD-COMP-4);
+    the kit checks its content itself, so ``start`` is carried as data."""
+
+    handle: str
+    start: dict[str, Any]
 
 
 class HostAppendMarkerParams(_Msg):

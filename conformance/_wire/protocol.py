@@ -250,6 +250,13 @@ METHODS: tuple[Method, ...] = (
         "trim",
         "append one durable boundary marker row",
     ),
+    _cb(
+        "host.compactionStart",
+        m.HostCompactionStartParams,
+        m.Empty,
+        "compaction",
+        "acknowledge the unknown-window disclosure before a compaction's first pass",
+    ),
     _cb("host.recordCost", m.HostRecordCostParams, m.Empty, "persistence", "record spend"),
     _cb(
         "host.loadSession",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -56,12 +56,14 @@ from relavium_reference._model.history_results import (
     BoundaryMarker,
     CompactionFailed,
     CompactionResult,
+    CompactionStartHook,
     MemoryPolicyRefusal,
     NothingToCompact,
     NothingToTrim,
     Trimmed,
     TrimResult,
 )
+from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
 from relavium_reference._model.messages import AgentSessionRecord, Compaction
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext, WireModel
@@ -73,6 +75,7 @@ from relavium_reference._model.vocabulary import (
     SessionStopReason,
 )
 from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
 from relavium_reference._rules.memory import (
@@ -130,6 +133,18 @@ class SessionDeps:
     command_output_limit: int = DEFAULT_OUTPUT_LIMIT
     new_id: Callable[[], str] = _new_id
     persister: TurnPersister | None = None
+    # -- compaction and admission (the seams of measured compaction and of the budget) --
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    """Model metadata by model name; a model not listed has an unknown window."""
+    admission: Admission = ALWAYS_ADMIT
+    """Asked before every provider attempt and every summary pass (default: admit all)."""
+    compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
+    after_turn_compaction: bool = True
+    max_tokens_estimate: int | None = None
+    max_messages: int | None = None
+    """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
+    on_compaction_start: CompactionStartHook | None = None
+    """The unknown-window acknowledgement (KD-COMP-4); without it such a manual compaction fails."""
 
 
 class ExportResult(WireModel):
@@ -540,10 +555,7 @@ class AgentSession:
         await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:
-        """The one place the session's state changes: the table's outcome sets the next state.
-
-        A refusal raises :class:`SessionStateError` and leaves the state as it was.
-        """
+        """The one place the state changes (the table's outcome); a refusal raises and changes nothing."""
         outcome = apply(self._state, event)
         self._state = outcome.next_state
         return outcome
@@ -564,6 +576,9 @@ class AgentSession:
             sleep=self._deps.sleep,
             stamper=self._stamper,
             latched=lambda: self._latched,
+            admission=self._deps.admission,
+            models=self._deps.models,
+            max_tokens_estimate=self._deps.max_tokens_estimate,
             automatic_compaction=automatic_compaction_allowed(self._memory),
         )
 

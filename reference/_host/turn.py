@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,16 @@ from relavium_reference._model.events import (
     AgentToolResult,
     CostUpdated,
     ToolHistoryEntry,
+)
+from relavium_reference._model.invocation import (
+    ALWAYS_ADMIT,
+    UNKNOWN_MODEL,
+    Admission,
+    AdmissionRefused,
+    AdmissionRequest,
+    Invocation,
+    ModelInfo,
+    open_stream,
 )
 from relavium_reference._model.llm import (
     LlmError,
@@ -61,8 +71,14 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
+from relavium_reference._rules.compaction import output_reservation
 from relavium_reference._rules.overflow import RecoveryFacts, may_recover, overflow_message
-from relavium_reference._rules.projection import HistoryMessage, project_request
+from relavium_reference._rules.projection import (
+    HistoryMessage,
+    ProjectedRequest,
+    estimate_tokens,
+    project_request,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -74,7 +90,6 @@ __all__ = [
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
-    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -86,12 +101,6 @@ BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
 
 ProviderResolver = Callable[[ProviderId, str], LlmProvider]
-WindowLookup = Callable[[ProviderId, str], "int | None"]
-"""The authoritative context window of a plan entry's model (``None``: unknown, custom or self-managed)."""
-
-
-def _no_window(provider: ProviderId, model: str) -> int | None:
-    return None
 
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
@@ -168,7 +177,9 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
-    window_for: WindowLookup = _no_window
+    admission: Admission = ALWAYS_ADMIT
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    max_tokens_estimate: int | None = None
     automatic_compaction: bool = False
     recover: Recovery | None = None
     may_recover: Callable[[RecoveryFacts], bool] = may_recover
@@ -263,7 +274,7 @@ async def _recover(
     """
     error, entry = failed.error, failed.entry
     genuine = error is not None and error.authoritative_overflow
-    window = setup.window_for(entry.provider, entry.model) if genuine and entry is not None else None
+    window = _window(setup, entry.model) if genuine and entry is not None else None
     facts = RecoveryFacts(
         genuine=genuine,
         window=window,
@@ -287,15 +298,22 @@ async def _recover(
     return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.CONTEXT_OVERFLOW, error_message=message)
 
 
-def _build_request(setup: TurnSetup, model: str, round_messages: Sequence[LlmMessage]) -> LlmRequest:
-    """A fresh request from the one projection: every list, message and part is new."""
-    projected = project_request(
+def _window(setup: TurnSetup, model: str) -> int | None:
+    """The model's authoritative window from the host's metadata (``None``: unknown or custom)."""
+    return setup.models.get(model, UNKNOWN_MODEL).authoritative_window
+
+
+def _project(setup: TurnSetup, round_messages: Sequence[LlmMessage]) -> ProjectedRequest:
+    return project_request(
         system=setup.agent.system_prompt,
         history=setup.history,
         pending_user=setup.pending_user,
         rounds=round_messages,
         tools=setup.registry.definitions(setup.advertised) if setup.advertised else None,
     )
+
+
+def _to_request(projected: ProjectedRequest, setup: TurnSetup, model: str) -> LlmRequest:
     return LlmRequest(
         model=model,
         system=projected.system,
@@ -321,7 +339,7 @@ async def _attempt_chain(
                 break  # a lookup refusal skips the entry; nothing was invoked
             if attempt:
                 await setup.sleep(min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
-            outcome = await _one_attempt(setup, progress, provider, entry.model, round_messages)
+            outcome = await _one_attempt(setup, progress, provider, entry, round_messages)
             if outcome.error is None:
                 return outcome
             code = code_for_llm_error(outcome.error.kind)
@@ -340,10 +358,23 @@ async def _one_attempt(
     setup: TurnSetup,
     progress: TurnProgress,
     provider: LlmProvider,
-    model: str,
+    entry: PlanEntry,
     round_messages: list[LlmMessage],
 ) -> _Round:
-    request = _build_request(setup, model, round_messages)
+    model = entry.model
+    projected = _project(setup, round_messages)
+    request = _to_request(projected, setup, model)
+    admission = AdmissionRequest(
+        purpose="turn",
+        provider=entry.provider.value,
+        model=model,
+        input_tokens=estimate_tokens(projected),
+        output_reservation=output_reservation(request.max_tokens, setup.max_tokens_estimate),
+        attempt=progress.attempts + 1,
+    )
+    if isinstance(await setup.admission.admit(admission), AdmissionRefused):
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED)  # nothing egresses (the budget issue refines this)
+    window = _window(setup, model)
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1
@@ -353,7 +384,7 @@ async def _one_attempt(
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
     try:
-        chunks = provider.stream(request).__aiter__()
+        chunks = open_stream(provider, request, Invocation("turn", window)).__aiter__()
     except Exception:
         result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
         return result

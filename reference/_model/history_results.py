@@ -7,6 +7,7 @@ user data.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -15,9 +16,15 @@ from relavium_reference._model.messages import Compaction, TextPart
 from relavium_reference._model.shapes import WireModel
 
 __all__ = [
+    "UNKNOWN_WINDOW_DISCLOSURE",
     "BoundaryMarker",
+    "Compacted",
+    "CompactionBudgetRefused",
+    "CompactionCancelled",
     "CompactionFailed",
     "CompactionResult",
+    "CompactionStart",
+    "CompactionStartHook",
     "MemoryPolicyRefusal",
     "NothingToCompact",
     "NothingToTrim",
@@ -57,8 +64,50 @@ class CompactionFailed(WireModel):
     message: str
 
 
+class Compacted(WireModel):
+    kind: Literal["compacted"] = "compacted"
+    kept_turn_count: _NonNegative
+
+
+class CompactionCancelled(WireModel):
+    kind: Literal["cancelled"] = "cancelled"
+
+
+class CompactionBudgetRefused(WireModel):
+    kind: Literal["budget_refused"] = "budget_refused"
+    message: str
+    moment_opened: bool
+
+
 TrimResult = Trimmed | NothingToTrim | MemoryPolicyRefusal
-CompactionResult = NothingToCompact | CompactionFailed | MemoryPolicyRefusal
+CompactionResult = (
+    Compacted
+    | NothingToCompact
+    | CompactionFailed
+    | CompactionCancelled
+    | CompactionBudgetRefused
+    | MemoryPolicyRefusal
+)
+
+UNKNOWN_WINDOW_DISCLOSURE = (
+    "The model's context window is unknown, so each summary pass of this compaction is limited to "
+    "16,384 input tokens; the summary may leave out more than usual."
+)
+"""The fixed unknown-window disclosure (KD-COMP-4)."""
+
+
+class CompactionStart(WireModel):
+    """What ``onCompactionStart`` is handed before the first admitted pass of an unknown-window
+    manual compaction (KD-COMP-4)."""
+
+    reason: Literal["manual"] = "manual"
+    window_known: Literal[False] = False
+    soft_input_bound_tokens: int = 16384
+    disclosure: str = UNKNOWN_WINDOW_DISCLOSURE
+
+
+CompactionStartHook = Callable[[CompactionStart], Awaitable[None]]
+"""The host's acknowledgement: returning acknowledges; raising refuses (nothing is sent)."""
 
 
 class BoundaryMarker(WireModel):

@@ -1,0 +1,134 @@
+"""The compaction half of the kit's world: summary passes and the unknown-window acknowledgement.
+
+:class:`CompactionWorld` is mixed into :class:`relavium_conformance._run.execute.CaseWorld`.  A
+``provider.open`` whose ``purpose`` is ``summary`` is one summary pass (KD-COMP-6): it is served from the
+case's ``summaries`` script (one list of provider steps per pass, in order), never from ``provider``, and
+observed in ``summary_requests`` with the kit's own KD-COMP-2 estimate of its request, so a case can
+assert how many passes ran and how large each was.  ``host.compactionStart`` (KD-COMP-4) is answered
+from ``acknowledgements``, in order (default: acknowledge).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from relavium_conformance._corpus.cases import as_ops
+from relavium_conformance._report.results import Difference, DifferenceForm
+from relavium_conformance._run.matching import jsonable
+from relavium_conformance._wire.jsonrpc import RpcError
+from relavium_conformance._wire.messages import HostCompactionStartParams, ProviderOpenParams
+
+if TYPE_CHECKING:
+    from relavium_conformance._corpus.cases import AckAnswer, Case, OpStep
+
+__all__ = ["CompactionWorld", "marker_problem", "request_estimate"]
+
+_MESSAGE_OVERHEAD = 8
+_NON_TEXT_PART = 256
+
+
+def request_estimate(request: Any) -> int | None:
+    """The kit's own KD-COMP-2 estimate of a provider request as it arrived (``None``: not a request).
+
+    Characters: the system text, 8 per message plus each part's text length (256 for a part that is not
+    text), and the compact JSON length of each tool definition; tokens are the characters over 4,
+    rounded up.
+    """
+    if not isinstance(request, dict):
+        return None
+    chars = len(request.get("system") or "")
+    for message in request.get("messages") or ():
+        chars += _MESSAGE_OVERHEAD
+        for part in (message.get("content") or ()) if isinstance(message, dict) else ():
+            is_text = isinstance(part, dict) and part.get("type") == "text"
+            chars += len(str(part.get("text", ""))) if is_text else _NON_TEXT_PART
+    for tool in request.get("tools") or ():
+        chars += len(json.dumps(tool, separators=(",", ":"), ensure_ascii=False))
+    return math.ceil(chars / 4)
+
+
+class CompactionWorld:
+    """Summary passes and acknowledgements of one case (a mixin: the case world holds the state)."""
+
+    case: Case
+    observed: Any
+    _streams: dict[str, Iterator[Any]]
+    _opened: int
+
+    def init_compaction(self) -> None:
+        self._summary_calls: Iterator[Any] = iter(self.case.summaries)
+        self._acks: Iterator[AckAnswer] = iter(self.case.acknowledgements)
+
+    async def perform_together(self, ops: list[OpStep]) -> None:  # provided by the case world
+        raise NotImplementedError
+
+    async def _hold(self) -> None:  # provided by the case world
+        raise NotImplementedError
+
+    async def open_summary(self, params: ProviderOpenParams) -> dict[str, Any]:
+        """One summary pass: observed with its estimate, served from ``summaries``."""
+        self._opened += 1
+        entry: dict[str, Any] = {
+            "provider": params.provider,
+            "model": params.model,
+            "request": params.request,
+            "estimate": request_estimate(params.request),
+        }
+        if params.window is not None:
+            entry["window"] = params.window
+        passes = self.observed.summary_requests
+        passes.append(entry)
+        stream = f"stream-{self._opened}"
+        steps = next(self._summary_calls, None)
+        if steps is None:
+            self.observed.violations.append(
+                Difference(
+                    path=f"summary_requests[{len(passes) - 1}]",
+                    message=f"summary pass #{len(passes)} was not scripted",
+                    actual=jsonable(entry),
+                    form=DifferenceForm.EXTRA,
+                )
+            )
+            steps = ()
+        self._streams[stream] = iter(steps)
+        return {"stream": stream}
+
+    async def on_host_compaction_start(self, params: HostCompactionStartParams) -> dict[str, Any]:
+        """The host's acknowledgement of the unknown-window disclosure (KD-COMP-4)."""
+        self.observed.compaction_starts.append(params.start)
+        answer = next(self._acks, None)
+        if answer is None:
+            return {}
+        if answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer.hold:
+            await self._hold()
+        if answer.fail:
+            raise RpcError(-32000, "kit: the host refused the acknowledgement (scripted)")
+        return {}
+
+
+def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
+    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
+
+    A marker is a ``system`` row with a list of text parts (none, for a trim) and
+    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
+    """
+    if marker.get("role") != "system":
+        return "its role is not system"
+    content = marker.get("content")
+    if not isinstance(content, list) or any(
+        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "its content is not a list of text parts"
+    compaction = marker.get("compaction")
+    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
+    if isinstance(through, bool) or not isinstance(through, int):
+        return "it has no compaction.droppedThroughSequence"
+    if not 0 <= through < row_count:
+        return "compaction.droppedThroughSequence names no earlier row"
+    return None

@@ -1,0 +1,63 @@
+"""The pure measurement of measured compaction (KD-COMP-2) and the pass bounds."""
+
+from __future__ import annotations
+
+from relavium_reference._model.invocation import ModelInfo
+from relavium_reference._rules.compaction import (
+    SOFT_INPUT_BOUND,
+    SUMMARY_MAX_TOKENS,
+    EntryWindow,
+    automatic_window,
+    measure,
+    output_reservation,
+    pass_input_limit,
+    trigger_fires,
+)
+from relavium_reference._rules.projection import HistoryMessage, estimate_tokens, project_request
+
+
+def test_reservation_precedence() -> None:
+    assert output_reservation(100, 200) == 100
+    assert output_reservation(None, 200) == 200
+    assert output_reservation(None, None) == 4096
+
+
+def test_trigger_comparisons_are_strict() -> None:
+    assert not trigger_fires(80, 10, 100, 0.8)  # 80 is not over 80, 90 is not over 100
+    assert trigger_fires(81, 10, 100, 0.8)
+    assert trigger_fires(50, 51, 100, 0.8)
+    assert not trigger_fires(50, 50, 100, 0.8)
+
+
+def test_measurement_is_the_estimate_of_the_real_request() -> None:
+    request = project_request(
+        system="S" * 40, history=[HistoryMessage("user", "u" * 400)], pending_user="p" * 100
+    )
+    measured = measure(request, reservation=10, window=150, threshold=0.8)
+    assert measured.input_tokens == estimate_tokens(request)
+    assert measured.fires
+    assert not measure(request, reservation=10, window=None, threshold=0.8).fires
+
+
+def test_unknown_custom_and_self_managed_windows_skip_automatic_work() -> None:
+    known = ModelInfo(context_window=1000)
+    assert automatic_window([EntryWindow("a", known)]) == 1000
+    assert automatic_window([EntryWindow("a", ModelInfo())]) is None
+    assert automatic_window([EntryWindow("a", ModelInfo(context_window=0))]) is None
+    assert automatic_window([EntryWindow("a", ModelInfo(context_window=1000, self_managed=True))]) is None
+    # the first *attemptable* entry decides
+    assert (
+        automatic_window([EntryWindow("a", ModelInfo(), attemptable=False), EntryWindow("b", known)]) == 1000
+    )
+
+
+def test_pass_limit_takes_every_known_entry_and_the_soft_bound_only_manually() -> None:
+    entries = [
+        EntryWindow("a", ModelInfo(context_window=50_000)),
+        EntryWindow("b", ModelInfo(context_window=30_000)),
+    ]
+    assert pass_input_limit(entries, manual=True) == (30_000 - SUMMARY_MAX_TOKENS, False)
+    mixed = [*entries, EntryWindow("c", ModelInfo())]
+    assert pass_input_limit(mixed, manual=True) == (SOFT_INPUT_BOUND, True)
+    assert pass_input_limit(mixed, manual=False) == (30_000 - SUMMARY_MAX_TOKENS, False)
+    assert pass_input_limit([EntryWindow("c", ModelInfo())], manual=False) == (None, False)
