@@ -24,7 +24,7 @@ from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
-from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, RECOVERY_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
@@ -468,6 +468,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *WIRE_BREAKS,
     *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
+    *RECOVERY_BREAKS,
     *SESSION_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,

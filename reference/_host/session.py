@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
+from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
 from relavium_reference._host.turn import (
@@ -580,6 +581,7 @@ class AgentSession:
             models=self._deps.models,
             max_tokens_estimate=self._deps.max_tokens_estimate,
             automatic_compaction=automatic_compaction_allowed(self._memory),
+            recover=lambda current: recover_overflow(self, current),
         )
 
     def _record(self) -> AgentSessionRecord:
