@@ -20,6 +20,7 @@ from relavium_reference._host.turn import (
     TurnProgress,
     TurnSetup,
 )
+from relavium_reference._model.invocation import Invocation, open_stream
 from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk, Usage
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, LlmErrorKind, ProviderId
@@ -38,8 +39,11 @@ class _Rewritten:
         self._change = change
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        chunks = self._inner.stream(request)
-        return self._play(chunks)
+        return self._play(self._inner.stream(request))
+
+    def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        """The invocation's purpose passes through untouched (a summary pass stays one)."""
+        return self._play(open_stream(self._inner, request, invocation))
 
     async def _play(self, chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
         async for chunk in chunks:

@@ -12,6 +12,7 @@ hands over to the host's own task); the kit's adapters do so.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
@@ -33,6 +35,7 @@ from relavium_reference._host.turn import (
     error_message,
     run_turn,
 )
+from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
     DEFAULT_OUTPUT_LIMIT,
     CommandAllowlist,
@@ -96,6 +99,7 @@ from relavium_reference._rules.projection import (
 from relavium_reference._rules.resume import (
     SessionResumeState,
     dropped_through_for_kept,
+    exchanges_from_state,
     reconstruct_session_state,
     resume_state_problem,
 )
@@ -141,7 +145,8 @@ class SessionDeps:
     """Asked before every provider attempt and every summary pass (default: admit all)."""
     compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
     after_turn_compaction: bool = True
-    max_tokens_estimate: int | None = None
+    max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
+    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
     max_messages: int | None = None
     """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
     on_compaction_start: CompactionStartHook | None = None
@@ -168,26 +173,6 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
-
-
-def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
-    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
-    starts = {span.start: span for span in state.completed_turn_spans}
-    out: list[Exchange] = []
-    index = 0
-    while index < len(state.messages):
-        span = starts.get(index)
-        if span is not None:
-            user = state.messages[span.start].text
-            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
-            out.append(Exchange(user=user, assistant=reply))
-            index = span.end
-            continue
-        message = state.messages[index]
-        if message.role == "user":
-            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
-        index += 1
-    return out
 
 
 def resolve_max_turns(value: int | None) -> int:
@@ -220,7 +205,10 @@ class AgentSession:
         self._context = context
         self._deps = deps
         self._max_turns = resolve_max_turns(deps.max_turns)
+        self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
+        self._usage = SessionUsage(deps.usage_writer, basis="fresh")
         self.session_id = session_id or deps.new_id()
+        self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
         self._memory = resolve_memory(agent.memory)  # once per instance: fresh, resumed, reseated alike
@@ -263,6 +251,7 @@ class AgentSession:
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
+        session._usage = SessionUsage(deps.usage_writer, basis="adopt")  # the existing owner, never zero
         session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 
@@ -331,6 +320,7 @@ class AgentSession:
         apply(self._state, SessionInput.START)  # refuse before anything reaches the host
         if self._deps.persister is not None:
             await self._deps.persister.create_session(self._record())
+        await self._usage.open()  # fresh creation alone: the complete-zero basis
         if self._state is not SessionState.CREATED:
             return  # cancelled while the host created the record: cancel is terminal
         self._enter(SessionInput.START)
@@ -385,6 +375,11 @@ class AgentSession:
             if self._turns_used >= self._max_turns:
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
+                )
+            if not await self._usage.opened():  # the accounting boundary: a resumed instance adopts here
+                self._latched = True
+                return await self._settle(
+                    TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
                 )
             setup = self._turn_setup(text, policy)
             self._turn_task = asyncio.create_task(run_turn(setup, progress))
@@ -579,7 +574,10 @@ class AgentSession:
             latched=lambda: self._latched,
             admission=self._deps.admission,
             models=self._deps.models,
-            max_tokens_estimate=self._deps.max_tokens_estimate,
+            usage=self._usage.writer,
+            max_tokens_estimate=self._max_tokens_estimate,
+            next_request_id=self._request_ids.__next__,
+            latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
             recover=lambda current: recover_overflow(self, current),
         )
