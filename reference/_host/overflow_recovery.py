@@ -9,7 +9,8 @@ answers what the turn does next:
 * the admission refuses the summary pass → :class:`RecoveryRefused` with its safe message (the turn
   settles ``budget_exceeded``); a refused first admission opens no moment;
 * the summary pass fails or returns empty text → the moment closes with ``session:compaction_failed``
-  and ``None``: nothing is installed, the original overflow stands;
+  and ``None``: nothing is installed, the original overflow stands; an abort of the turn during the pass
+  closes it the same way before the turn ends as aborted (a cancel of the session closes it itself);
 * otherwise one summary and history replacement (the latest completed exchange kept verbatim), one
   durable boundary marker, one ``session:compacted`` (reason ``auto-overflow``) whose ``tokensUsed`` is the
   summariser's own spend, and :class:`Recovered` with the new working history for the one fresh retry.
@@ -21,6 +22,7 @@ pass when it lands, behind the same port.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -117,7 +119,15 @@ async def recover_overflow(session: _Session, setup: TurnSetup) -> Recovered | R
     stamper = session._stamper
     await stamper.emit(SessionCompacting, reason="auto-overflow")
     window = setup.models.get(entry.model, UNKNOWN_MODEL).authoritative_window
-    summary, usage, failed = await _summarise(setup, entry.provider, entry.model, request, window)
+    try:
+        summary, usage, failed = await _summarise(setup, entry.provider, entry.model, request, window)
+    except asyncio.CancelledError:
+        # an abort of the turn closes the open moment once; the session's cancellation closes it itself
+        if getattr(session, "_interrupt", None) != "cancel":
+            await stamper.emit(
+                SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED
+            )
+        raise
     if failed or not summary.strip():
         await stamper.emit(SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED)
         return None

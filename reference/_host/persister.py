@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from relavium_reference._host.store import SessionStore
+from relavium_reference._model.errors import PersistError
 from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.llm import LlmMessage
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
 from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, structural_drafts
 
-__all__ = ["ReleasesWriter", "SqlitePersister", "TurnPersister", "completed_turn"]
+__all__ = ["PersistError", "ReleasesWriter", "SqlitePersister", "TurnPersister", "completed_turn"]
 
 
 class TurnPersister(Protocol):

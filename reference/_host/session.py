@@ -12,17 +12,18 @@ hands over to the host's own task); the kit's adapters do so.
 from __future__ import annotations
 
 import asyncio
-import os
+import itertools
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.overflow_recovery import recover_overflow
-from relavium_reference._host.persister import ReleasesWriter, TurnPersister, completed_turn
+from relavium_reference._host.persister import PersistError, ReleasesWriter, TurnPersister, completed_turn
 from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
+from relavium_reference._host.store_files import write_whole
 from relavium_reference._host.turn import (
     DEFAULT_MAX_TOOL_TURNS,
     ProviderResolver,
@@ -33,6 +34,7 @@ from relavium_reference._host.turn import (
     error_message,
     run_turn,
 )
+from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
     DEFAULT_OUTPUT_LIMIT,
     CommandAllowlist,
@@ -41,12 +43,7 @@ from relavium_reference._model.commands import (
     CommandFailed,
     CommandRan,
 )
-from relavium_reference._model.errors import (
-    InvalidInputError,
-    PersistError,
-    SessionStateCode,
-    SessionStateError,
-)
+from relavium_reference._model.errors import InvalidInputError, SessionStateCode, SessionStateError
 from relavium_reference._model.events import (
     EventSink,
     SessionCancelled,
@@ -147,7 +144,8 @@ class SessionDeps:
     """Asked before every provider attempt and every summary pass (default: admit all)."""
     compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
     after_turn_compaction: bool = True
-    max_tokens_estimate: int | None = None
+    max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
+    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
     max_messages: int | None = None
     """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
     on_compaction_start: CompactionStartHook | None = None
@@ -157,13 +155,6 @@ class SessionDeps:
 class ExportResult(WireModel):
     workflow_id: str
     workflow_path: str
-
-
-def _write_whole(path: str, text: str) -> None:
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, target)
 
 
 class TurnResult(WireModel):
@@ -206,7 +197,10 @@ class AgentSession:
         self._context = context
         self._deps = deps
         self._max_turns = resolve_max_turns(deps.max_turns)
+        self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
+        self._usage = SessionUsage(deps.usage_writer, basis="fresh")
         self.session_id = session_id or deps.new_id()
+        self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
         self._memory = resolve_memory(agent.memory)  # once per instance: fresh, resumed, reseated alike
@@ -250,6 +244,7 @@ class AgentSession:
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
+        session._usage = SessionUsage(deps.usage_writer, basis="adopt")  # the existing owner, never zero
         session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 
@@ -318,6 +313,7 @@ class AgentSession:
         apply(self._state, SessionInput.START)  # refuse before anything reaches the host
         if self._deps.persister is not None:
             await self._deps.persister.create_session(self._record())
+        await self._usage.open()  # fresh creation alone: the complete-zero basis
         if self._state is not SessionState.CREATED:
             return  # cancelled while the host created the record: cancel is terminal
         self._enter(SessionInput.START)
@@ -373,6 +369,11 @@ class AgentSession:
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
                 )
+            if not await self._usage.opened():  # the accounting boundary: a resumed instance adopts here
+                self._latched = True
+                return await self._settle(
+                    TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
+                )
             setup = self._turn_setup(text, policy)
             self._turn_task = asyncio.create_task(run_turn(setup, progress))
             await asyncio.wait({self._turn_task})
@@ -392,9 +393,8 @@ class AgentSession:
             if not await self._commit(text, end, progress):
                 failed = TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
                 settled = await self._settle(failed, progress)
-                raw, self._raw_commit_failure = self._raw_commit_failure, None
-                if raw is not None:
-                    raise raw
+                if (raw := self._raw_commit_failure) is not None:
+                    raise raw  # opaque: rejected as it came, after the fixed terminal (KD-MSG-6)
                 return settled
             if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
                 self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
@@ -422,7 +422,7 @@ class AgentSession:
         record, messages = await persister.load_transcript(self.session_id)
         document = session_to_workflow(record, messages)
         text = dump_yaml(document_to_data(document))
-        await asyncio.to_thread(_write_whole, workflow_path, text)
+        await asyncio.to_thread(write_whole, workflow_path, text)
         await self._stamper.emit(SessionExported, workflow_path=workflow_path)
         return ExportResult(workflow_id=document.workflow.id, workflow_path=workflow_path)
 
@@ -570,7 +570,10 @@ class AgentSession:
             latched=lambda: self._latched,
             admission=self._deps.admission,
             models=self._deps.models,
-            max_tokens_estimate=self._deps.max_tokens_estimate,
+            usage=self._usage.writer,
+            max_tokens_estimate=self._max_tokens_estimate,
+            next_request_id=self._request_ids.__next__,
+            latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
             recover=lambda current: recover_overflow(self, current),
         )
