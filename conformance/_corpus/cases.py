@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from relavium_conformance._corpus.catalogue import CAPABILITIES
+from relavium_conformance._corpus.provider_errors import ProviderErrorStep
 from relavium_conformance._corpus.vectors import VectorCase, load_vector_cases
 from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
@@ -58,6 +59,7 @@ __all__ = [
     "EventHook",
     "HoldStep",
     "OpStep",
+    "ProviderErrorStep",
     "ProviderStep",
     "ToolAnswer",
     "VectorCase",
@@ -155,7 +157,9 @@ class HoldStep(KitStrict):
 StreamChunkJson = Annotated[dict[str, Any], checked("stream-chunk"), ref("stream-chunk")]
 """A scripted chunk: JSON the kit checks against the shipped ``stream-chunk`` schema."""
 
-ProviderStep = Annotated[DoStep | HoldStep | StreamChunkJson, Field(union_mode="left_to_right")]
+ProviderStep = Annotated[
+    DoStep | HoldStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
+]
 
 
 class ToolAnswer(KitStrict):

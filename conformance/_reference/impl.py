@@ -105,6 +105,7 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "persistence",
     "memory-policy",
     "trim",
+    "overflow",
 )
 
 _CHUNK = TypeAdapter(StreamChunk)

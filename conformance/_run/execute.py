@@ -29,6 +29,7 @@ from relavium_conformance._corpus.cases import (
     DoStep,
     HoldStep,
     OpStep,
+    ProviderErrorStep,
     as_ops,
 )
 from relavium_conformance._data import parse_yaml
@@ -323,6 +324,8 @@ class CaseWorld(CompactionWorld):
                 continue
             if isinstance(step, HoldStep):
                 await self._hold()
+            if isinstance(step, ProviderErrorStep):
+                return {"chunk": step.seam_chunk()}
             return {"chunk": step}
         self.observed.violations.append(
             Difference(path=f"provider.next({params.stream})", message="pulled past its scripted end")

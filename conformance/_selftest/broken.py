@@ -23,9 +23,13 @@ from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
+from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
+from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.broken_wire import WIRE_BREAKS
+from relavium_conformance._selftest.broken_wire2 import WIRE_BREAKS_2
 from relavium_reference import (
     AgentSession,
     SessionInput,
@@ -392,7 +396,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "allowlist-ignored",
         "a user command off the allowlist still reaches approval",
-        ("AS-LIFE-026",),
+        ("AS-LIFE-026", "AS-SEC-002"),
         _AllowlistIgnored,
     ),
     BrokenImplementation(
@@ -461,6 +465,10 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *EVENT_BREAKS,
     *PURE_BREAKS,
     *WIRE_BREAKS,
+    *OVERFLOW_BREAKS,
+    *SESSION_BREAKS,
+    *WIRE_BREAKS_2,
+    *PURE_BREAKS_2,
 )
 
 

@@ -582,6 +582,7 @@ class AgentSession:
             admission=self._deps.admission,
             models=self._deps.models,
             max_tokens_estimate=self._deps.max_tokens_estimate,
+            automatic_compaction=automatic_compaction_allowed(self._memory),
         )
 
     def _record(self) -> AgentSessionRecord:
@@ -682,7 +683,7 @@ class AgentSession:
         if end.error_code is not None:
             error = TurnError(
                 code=end.error_code,
-                message=error_message(end.error_code),
+                message=end.error_message or error_message(end.error_code),
                 retryable=end.error_code in RETRYABLE_ERROR_CODES,
             )
         history = tuple(progress.tool_history) or None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relavium_reference._host.stamper import EventStamper
@@ -72,6 +72,7 @@ from relavium_reference._model.vocabulary import (
     code_for_llm_error,
 )
 from relavium_reference._rules.compaction import output_reservation
+from relavium_reference._rules.overflow import RecoveryFacts, may_recover, overflow_message
 from relavium_reference._rules.projection import (
     HistoryMessage,
     ProjectedRequest,
@@ -83,9 +84,13 @@ __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
     "PlanEntry",
     "ProviderResolver",
+    "Recovered",
+    "Recovery",
+    "RecoveryRefused",
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
+    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -97,6 +102,13 @@ BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
 
 ProviderResolver = Callable[[ProviderId, str], LlmProvider]
+WindowLookup = Callable[[ProviderId, str], "int | None"]
+"""The authoritative context window of a plan entry's model (``None``: unknown, custom or self-managed)."""
+
+
+def _no_window(provider: ProviderId, model: str) -> int | None:
+    return None
+
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.VALIDATION: "the provider refused the request as invalid",
@@ -141,6 +153,8 @@ class TurnProgress:
     resolved: bool = False
     attempts: int = 0
     round_messages: list[LlmMessage] = field(default_factory=list)
+    presend_suppressed: bool = False  # a pre-send compaction of this turn failed or was skipped
+    recoveries: int = 0  # overflow recoveries this turn ran (at most one)
 
 
 @dataclass(frozen=True)
@@ -148,6 +162,7 @@ class TurnEnd:
     stop_reason: SessionStopReason
     text: str | None = None
     error_code: ErrorCode | None = None
+    error_message: str | None = None  # the engine's own wording when the code's fixed one is not enough
 
     @property
     def succeeded(self) -> bool:
@@ -169,9 +184,31 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
+    window_for: WindowLookup = _no_window
+    automatic_compaction: bool = False
+    recover: Recovery | None = None
+    may_recover: Callable[[RecoveryFacts], bool] = may_recover
     admission: Admission = ALWAYS_ADMIT
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     max_tokens_estimate: int | None = None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """The recovery's compaction installed a new history: the turn retries with it."""
+
+    history: Sequence[HistoryMessage]
+
+
+@dataclass(frozen=True)
+class RecoveryRefused:
+    """The recovery's compaction was refused by the budget: the turn settles ``budget_exceeded``."""
+
+    message: str
+
+
+Recovery = Callable[[TurnSetup], Awaitable["Recovered | RecoveryRefused | None"]]
+"""Runs the one compaction of an overflow recovery; ``None``: nothing to fold, failed or cancelled."""
 
 
 @dataclass
@@ -193,8 +230,20 @@ class _Round:
 
 
 class _Failed(Exception):
-    def __init__(self, code: ErrorCode) -> None:
+    """The chain cannot succeed; for an overflow, the invocation's own classified error and entry."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        *,
+        error: LlmError | None = None,
+        entry: PlanEntry | None = None,
+        streamed: bool = False,
+    ) -> None:
         self.code = code
+        self.error = error
+        self.entry = entry
+        self.streamed = streamed
 
 
 async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
@@ -205,7 +254,13 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
         try:
             result = await _attempt_chain(setup, progress, round_messages)
         except _Failed as failed:
-            return TurnEnd(SessionStopReason.ERROR, error_code=failed.code)
+            if failed.code is not ErrorCode.CONTEXT_OVERFLOW:
+                return TurnEnd(SessionStopReason.ERROR, error_code=failed.code)
+            recovery = await _recover(setup, progress, failed, tools_dispatched=rounds_done > 0)
+            if isinstance(recovery, TurnSetup):
+                setup = recovery  # one fresh attempt with the compacted history
+                continue
+            return recovery
         if result.stop_reason is StopReason.TOOL_USE and result.calls:
             if rounds_done >= setup.max_tool_turns:
                 return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
@@ -217,7 +272,42 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
         return TurnEnd(SessionStopReason(stop.value), text=result.text)
 
 
+async def _recover(
+    setup: TurnSetup, progress: TurnProgress, failed: _Failed, *, tools_dispatched: bool
+) -> TurnSetup | TurnEnd:
+    """The one-shot recovery of an overflow, or the overflow's terminal.
+
+    The facts come from the failing invocation alone (its classified error chunk, its entry) and the
+    turn's own state; they live in this call and are never stored, persisted or emitted.
+    """
+    error, entry = failed.error, failed.entry
+    genuine = error is not None and error.authoritative_overflow
+    window = setup.window_for(entry.provider, entry.model) if genuine and entry is not None else None
+    facts = RecoveryFacts(
+        genuine=genuine,
+        window=window,
+        tools_dispatched=tools_dispatched or bool(progress.round_messages),
+        content_streamed=failed.streamed,
+        automatic_allowed=setup.automatic_compaction,
+        presend_suppressed=progress.presend_suppressed,
+        recovered=progress.recoveries > 0,
+    )
+    if setup.recover is not None and setup.may_recover(facts):
+        progress.recoveries += 1
+        outcome = await setup.recover(setup)
+        if isinstance(outcome, Recovered):
+            return replace(setup, history=tuple(outcome.history))
+        if isinstance(outcome, RecoveryRefused):
+            return TurnEnd(
+                SessionStopReason.ERROR, error_code=ErrorCode.BUDGET_EXCEEDED, error_message=outcome.message
+            )
+    model = entry.model if entry is not None else (progress.model or setup.agent.model)
+    message = overflow_message(model, window, tools_ran=facts.tools_dispatched)
+    return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.CONTEXT_OVERFLOW, error_message=message)
+
+
 def _project(setup: TurnSetup, round_messages: Sequence[LlmMessage]) -> ProjectedRequest:
+    """A fresh projection of the turn's request: every list, message and part is new."""
     return project_request(
         system=setup.agent.system_prompt,
         history=setup.history,
@@ -257,7 +347,10 @@ async def _attempt_chain(
             if outcome.error is None:
                 return outcome
             code = code_for_llm_error(outcome.error.kind)
-            if outcome.text or outcome.calls:
+            streamed = bool(outcome.text or outcome.calls)
+            if code is ErrorCode.CONTEXT_OVERFLOW:  # never a failover: recovery or the terminal decide
+                raise _Failed(code, error=outcome.error, entry=entry, streamed=streamed)
+            if streamed:
                 raise _Failed(code)  # no failover once content has streamed
             last_code = code
             if not outcome.error.retryable:
@@ -327,24 +420,31 @@ async def _one_attempt(
             progress.usage = progress.usage + chunk.usage
             if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-            await setup.stamper.emit(
-                CostUpdated,
-                node_id=setup.node_id,
-                model=model,
-                input_tokens=chunk.usage.input_tokens,
-                output_tokens=chunk.usage.output_tokens,
-                cost_microcents=0,
-                cumulative_cost_microcents=0,
-                attempt_number=attempt_number,
-                priced=False,
-            )
+            await _emit_cost(setup, model, chunk.usage, attempt_number)
             result.stop_reason = chunk.stop_reason
             return result
         elif isinstance(chunk, StreamErrorChunk):
             result.error = chunk.error
+            if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
+                progress.usage = progress.usage + chunk.usage
+                await _emit_cost(setup, model, chunk.usage, attempt_number)
             return result
     result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
     return result
+
+
+async def _emit_cost(setup: TurnSetup, model: str, usage: Usage, attempt_number: int) -> None:
+    await setup.stamper.emit(
+        CostUpdated,
+        node_id=setup.node_id,
+        model=model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_microcents=0,
+        cumulative_cost_microcents=0,
+        attempt_number=attempt_number,
+        priced=False,
+    )
 
 
 def _parse_args(call: _PendingCall) -> None:

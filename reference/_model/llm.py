@@ -125,10 +125,18 @@ class LlmError(WireModel):
     provider: str | None = None
     status: int | None = None
     code: str | None = None
+    evidence: Literal["official", "downgraded"] | None = None
+    """For ``context_overflow`` only: the provider's word on the overflow (KD-OVF-3).  ``official`` is an
+    official, fixture-matched payload from the vendor's own endpoint; ``downgraded`` (or absent) is not
+    authoritative: it still settles ``context_overflow`` but never starts a recovery."""
 
     @property
     def retryable(self) -> bool:
         return self.kind.retryable
+
+    @property
+    def authoritative_overflow(self) -> bool:
+        return self.kind is LlmErrorKind.CONTEXT_OVERFLOW and self.evidence == "official"
 
 
 class TextDelta(WireModel):
@@ -179,6 +187,9 @@ class StopChunk(WireModel):
 class StreamErrorChunk(WireModel):
     type: Literal["error"] = "error"
     error: LlmError
+    usage: Usage | None = None
+    """The attempt's actual usage when the provider reported it with the failure (Anthropic's native
+    context-window stop arrives on a 200 with usage; KD-OVF-3)."""
 
 
 StreamChunk = Annotated[

@@ -18,6 +18,10 @@ Look-alikes never classify as overflow: a 429 (rate limit or exhausted quota), a
 base URL is downgraded (:func:`overflow_evidence`): it still is an overflow, but not an authoritative
 one, so it never starts recovery.  Anthropic's native ``model_context_window_exceeded`` stop reason is a
 success-shaped overflow of its own (:func:`is_native_context_stop`).
+
+What the session does with an overflow is decided here too: the terminal's fixed wording
+(:func:`overflow_message`, KD-OVF-2) and whether the turn may run its one recovery
+(:func:`may_recover`, over the private :class:`RecoveryFacts` of the current invocation).
 """
 
 from __future__ import annotations
@@ -32,12 +36,16 @@ from relavium_reference._model.vocabulary import LlmErrorKind
 __all__ = [
     "DIALECTS",
     "OFFICIAL_BASE_URLS",
+    "WINDOW_SIZE_UNKNOWN",
     "Dialect",
     "OverflowEvidence",
+    "RecoveryFacts",
     "classify_provider_error",
     "is_native_context_stop",
     "is_official_base_url",
+    "may_recover",
     "overflow_evidence",
+    "overflow_message",
 ]
 
 Dialect = Literal["anthropic", "openai", "gemini", "deepseek"]
@@ -162,3 +170,53 @@ def overflow_evidence(
 def is_native_context_stop(dialect: Dialect, stop_reason: Any) -> bool:
     """Anthropic's own stop reason for a response that filled the context window (a 200, not an error)."""
     return dialect == "anthropic" and stop_reason == _NATIVE_CONTEXT_STOP
+
+
+WINDOW_SIZE_UNKNOWN = "window size unknown"
+TOOLS_RAN_SUFFIX = "; tools already ran"
+
+
+def overflow_message(model: str, window: int | None, *, tools_ran: bool) -> str:
+    """The ``context_overflow`` terminal's message (KD-OVF-2): never a word of the provider's own text.
+
+    ``window`` is the attempted model's authoritative window, ``None`` when there is none (unknown
+    model, custom endpoint, downgraded evidence).
+    """
+    size = f"{window} tokens" if window is not None and window > 0 else WINDOW_SIZE_UNKNOWN
+    suffix = TOOLS_RAN_SUFFIX if tools_ran else ""
+    return f"context window exceeded for model {model} ({size}){suffix}"
+
+
+@dataclass(frozen=True)
+class RecoveryFacts:
+    """What a turn knows when one invocation ended in an overflow; private, never persisted or emitted.
+
+    ``genuine``: the overflow is the current invocation's own classified error with official evidence
+    (an observer's exception, rethrown or not, is never one).  ``window``: the attempted model's
+    authoritative window.  ``tools_dispatched`` and ``content_streamed``: the turn's commitment so far.
+    ``automatic_allowed``: the resolved memory policy permits automatic compaction.
+    ``presend_suppressed``: a pre-send compaction earlier in the turn failed or was skipped (the
+    irreducible-fit skip included).  ``recovered``: this turn already ran its one recovery.
+    """
+
+    genuine: bool
+    window: int | None
+    tools_dispatched: bool
+    content_streamed: bool
+    automatic_allowed: bool
+    presend_suppressed: bool
+    recovered: bool
+
+
+def may_recover(facts: RecoveryFacts) -> bool:
+    """One compaction and one fresh retry are allowed only before any commitment, once, with evidence."""
+    return (
+        facts.genuine
+        and facts.window is not None
+        and facts.window > 0
+        and not facts.tools_dispatched
+        and not facts.content_streamed
+        and facts.automatic_allowed
+        and not facts.presend_suppressed
+        and not facts.recovered
+    )

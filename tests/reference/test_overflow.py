@@ -101,3 +101,39 @@ def test_classification_is_total_and_a_429_is_never_an_overflow(
         assert evidence is None
     assert (evidence is not None) == (kind is LlmErrorKind.CONTEXT_OVERFLOW)
     json.dumps(body)  # the strategy made JSON
+
+
+@pytest.mark.clauses("AS-OVF-003", "AS-OVF-004")
+def test_the_overflow_message_names_model_window_and_tools() -> None:
+    from relavium_reference._rules.overflow import overflow_message
+
+    assert (
+        overflow_message("m", 200000, tools_ran=False)
+        == "context window exceeded for model m (200000 tokens)"
+    )
+    assert overflow_message("m", None, tools_ran=True) == (
+        "context window exceeded for model m (window size unknown); tools already ran"
+    )
+    assert overflow_message("m", 0, tools_ran=False).endswith("(window size unknown)")
+
+
+@pytest.mark.clauses("AS-OVF-005", "AS-OVF-006", "AS-OVF-008", "AS-OVF-011", "AS-OVF-014", "AS-COMP-009")
+def test_recovery_needs_every_condition() -> None:
+    from dataclasses import fields, replace
+
+    from relavium_reference._rules.overflow import RecoveryFacts, may_recover
+
+    good = RecoveryFacts(
+        genuine=True,
+        window=1000,
+        tools_dispatched=False,
+        content_streamed=False,
+        automatic_allowed=True,
+        presend_suppressed=False,
+        recovered=False,
+    )
+    assert may_recover(good)
+    for item in fields(RecoveryFacts):
+        value = getattr(good, item.name)
+        spoiled = None if item.name == "window" else (not value)
+        assert not may_recover(replace(good, **{item.name: spoiled})), item.name
