@@ -20,6 +20,7 @@ __all__ = [
     "parse_yaml",
     "read_yaml",
     "schemas_dir",
+    "yaml_cache_dir",
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -122,8 +123,86 @@ def parse_yaml(text: str) -> Any:
     return YAML(typ="safe", pure=True).load(text)
 
 
+_CACHE_ENV = "RELAVIUM_CONFORMANCE_YAML_CACHE"
+_CACHE_VERSION = f"{CORPUS_FORMAT}"
+
+
+def yaml_cache_dir() -> Path | None:
+    """Where a checkout keeps the JSON copies of the YAML it has parsed, or ``None`` (installed kit, or the
+    cache turned off with ``RELAVIUM_CONFORMANCE_YAML_CACHE=0``).
+
+    The same idea as the wheel's ``corpus.json``, kept up to date by use instead of by a build: one JSON
+    file per YAML text, named by the SHA-256 of that exact text, so an entry can never describe a file
+    that has changed since (an edit gives a new name; nothing is ever stale, only unused).
+    """
+    import os
+
+    if os.environ.get(_CACHE_ENV, "1") == "0" or (_PACKAGE_DIR / "fixtures").is_dir():
+        return None
+    checkout = _PACKAGE_DIR.parent
+    if not (checkout / "fixtures").is_dir():
+        return None
+    return checkout / ".relavium-cache" / "yaml"
+
+
+def _cache_key(raw: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _from_yaml_cache(raw: bytes) -> tuple[bool, Any]:
+    folder = yaml_cache_dir()
+    if folder is None:
+        return False, None
+    import json
+
+    try:
+        entry = json.loads((folder / f"{_cache_key(raw)}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False, None
+    if not isinstance(entry, dict) or entry.get("version") != _CACHE_VERSION or "data" not in entry:
+        return False, None
+    return True, entry["data"]
+
+
+def _is_json_data(value: Any) -> bool:
+    """Only what JSON gives back exactly: str keys, lists (not tuples), finite numbers, no dates."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and _is_json_data(item) for key, item in value.items())
+    if kind is list:
+        return all(_is_json_data(item) for item in value)
+    if kind is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    return value is None or kind in (str, int, bool)
+
+
+def _into_yaml_cache(raw: bytes, data: Any) -> None:
+    """Keep the parse for next time; any failure (read-only checkout, odd data) just keeps nothing."""
+    folder = yaml_cache_dir()
+    if folder is None or not _is_json_data(data):
+        return
+    import json
+    import os
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"version": _CACHE_VERSION, "data": data}, out, ensure_ascii=False)
+        os.replace(tmp, folder / f"{_cache_key(raw)}.json")  # atomic: a reader sees all or nothing
+    except OSError:
+        return
+
+
 def read_yaml(path: Path, what: str = "file") -> Any:
-    """Read a YAML file of the kit's, or raise a usage error naming the file (never a traceback)."""
+    """Read a YAML file of the kit's, or raise a usage error naming the file (never a traceback).
+
+    The parse is skipped when a JSON copy of this exact text exists: the wheel's ``corpus.json``, or in a
+    checkout the parse cache (:func:`yaml_cache_dir`), which this function fills.
+    """
     from relavium_conformance._errors import KitUsageError
 
     try:
@@ -134,7 +213,12 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     found, data = _from_corpus_json(path, raw)
     if found:
         return data
+    found, data = _from_yaml_cache(raw)
+    if found:
+        return data
     try:
-        return parse_yaml(text)
+        data = parse_yaml(text)
     except Exception as exc:
         raise KitUsageError(f"{path}: not readable YAML ({type(exc).__name__})") from None
+    _into_yaml_cache(raw, data)
+    return data

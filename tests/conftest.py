@@ -6,7 +6,51 @@ are shared and slow at times), so no test here fails for taking long, and no exa
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+import sys
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("relavium", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("relavium")
+
+
+# -- nothing in the suite reaches past the loopback interface ------------------------------------------
+# An audit hook sees every socket connect and every name lookup this process makes (tests/test_network.py
+# proves it refuses); a non-loopback one raises before any packet leaves.  respx answers before a socket is
+# opened, so the vendors' official base URLs can be mocked freely.  Subprocesses are not audited here: the
+# kit's stdio engines talk only to loopback servers the kit starts.
+
+
+class NonLoopbackConnection(RuntimeError):
+    """A test tried to open a connection (or look up a name) beyond the loopback interface."""
+
+
+def _is_loopback(host: object) -> bool:
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return False
+    if host in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _network_audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "socket.connect":
+        sock, address = args[0], args[1]
+        family = getattr(sock, "family", None)
+        host = address[0] if isinstance(address, tuple) and address else None
+        if family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
+            raise NonLoopbackConnection(f"the suite may not connect to {host!r}")
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+        if host not in (None, b"", "") and not _is_loopback(host):
+            raise NonLoopbackConnection(f"the suite may not look up {host!r}")
+
+
+sys.addaudithook(_network_audit)

@@ -66,3 +66,40 @@ def test_the_kit_reads_the_json_copy_when_it_matches_and_the_yaml_otherwise(
     assert _data.read_yaml(case)["title"] == "from the JSON copy"  # the hash matched: no YAML parse
     case.write_text("id: area/name\ntitle: edited since the build\n", encoding="utf-8")
     assert _data.read_yaml(case)["title"] == "edited since the build"  # the YAML is the source
+
+
+def test_every_fixture_reads_the_same_through_the_parse_cache() -> None:
+    """The drift test of the checkout's JSON copies: whatever the kit reads (cached or parsed now) is what
+    the YAML says, for every fixture."""
+    from relavium_conformance._data import read_yaml
+
+    for path in FIXTURES:
+        assert read_yaml(path) == parse_yaml(path.read_text(encoding="utf-8")), _name(path)
+
+
+def test_the_parse_cache_is_used_keyed_by_the_exact_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relavium_conformance import _data
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(_data, "yaml_cache_dir", lambda: cache)
+    monkeypatch.setattr(_data, "corpus_json_path", lambda: None)
+    case = tmp_path / "case.yaml"
+    case.write_text("title: from the YAML\n", encoding="utf-8")
+    assert _data.read_yaml(case) == {"title": "from the YAML"}
+    (entry,) = cache.iterdir()
+    assert entry.name == f"{_data._cache_key(case.read_bytes())}.json"
+    doctored = json.loads(entry.read_text(encoding="utf-8"))
+    doctored["data"]["title"] = "from the cache"
+    entry.write_text(json.dumps(doctored), encoding="utf-8")
+    assert _data.read_yaml(case)["title"] == "from the cache"  # a hit: no parse
+    case.write_text("title: edited\n", encoding="utf-8")
+    assert _data.read_yaml(case)["title"] == "edited"  # new text, new key: never a stale answer
+    odd = tmp_path / "odd.yaml"
+    odd.write_text("1: integer key\nwhen: 2001-12-14\n", encoding="utf-8")
+    assert _data.read_yaml(odd) == parse_yaml(odd.read_text(encoding="utf-8"))
+    assert len(list(cache.iterdir())) == 2  # what JSON cannot carry exactly is never cached
+    monkeypatch.undo()
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", "0")
+    assert _data.yaml_cache_dir() is None

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,7 +27,7 @@ from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
 from relavium_conformance._report.provenance import run_context
-from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.results import CaseResult, ExitCode, exit_code
 from relavium_conformance._report.writers import (
     TerminalReporter,
     write_github_summary,
@@ -35,7 +35,8 @@ from relavium_conformance._report.writers import (
     write_junit,
     write_markdown,
 )
-from relavium_conformance._run.runner import RunInterrupted, run_cases
+from relavium_conformance._run.parallel import run_cases_parallel
+from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases
 from relavium_conformance._selftest.proofs import run_selftest
 from relavium_conformance._wire.adapters import StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
@@ -82,6 +83,15 @@ def register(subparsers: Any) -> None:
         "--maxfail", type=positive_count, metavar="N", help="stop after N failed or errored cases (N above 0)"
     )
     parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_count,
+        default=1,
+        metavar="N",
+        help="run the cases on N instances of the implementation at once (N kit processes, each with its "
+        "own subprocess or in-process engine); the results are those of -j 1 (default 1)",
+    )
     parser.add_argument(
         "--github-summary",
         action="store_true",
@@ -178,6 +188,19 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
     ]
     if args.baseline is not None and (problem := check_readable_file(args.baseline, "--baseline")):
         problems.append(problem)
+    if args.jobs > 1:
+        alone = [
+            option
+            for option, used in (
+                ("--trace", args.trace),
+                ("--validate-protocol", args.validate_protocol),
+                ("--maxfail", args.maxfail),
+                ("--exitfirst", args.exitfirst),
+            )
+            if used
+        ]
+        if alone:
+            problems.append(f"-j/--jobs above 1 cannot be combined with {', '.join(alone)}")
     if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
         problems.append("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
     return problems
@@ -195,6 +218,26 @@ def _select(args: argparse.Namespace, all_cases: tuple[AnyCase, ...]) -> tuple[A
                 file=sys.stderr,
             )
     return cases
+
+
+def _parallel(
+    args: argparse.Namespace,
+    cases: tuple[AnyCase, ...],
+    on_case_start: Callable[[str], None],
+    on_case_end: Callable[[CaseResult], None],
+) -> RunOutcome:
+    def ended(result: CaseResult) -> None:
+        on_case_start(result.id)
+        on_case_end(result)
+
+    outcome: RunOutcome = run_cases_parallel(
+        lambda: resolve_adapter(args.adapter, timeout=args.timeout),
+        cases,
+        args.jobs,
+        timeout=args.timeout,
+        on_case_end=ended,
+    )
+    return outcome
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -242,16 +285,19 @@ def _run(args: argparse.Namespace) -> int:
             reporter.on_case_start(case_id)
 
         try:
-            outcome = asyncio.run(
-                run_cases(
-                    adapter,
-                    cases,
-                    timeout=args.timeout,
-                    on_case_start=on_case_start,
-                    on_case_end=reporter.on_case_end,
-                    maxfail=1 if args.exitfirst else args.maxfail,
+            if args.jobs > 1:
+                outcome = _parallel(args, cases, on_case_start, reporter.on_case_end)
+            else:
+                outcome = asyncio.run(
+                    run_cases(
+                        adapter,
+                        cases,
+                        timeout=args.timeout,
+                        on_case_start=on_case_start,
+                        on_case_end=reporter.on_case_end,
+                        maxfail=1 if args.exitfirst else args.maxfail,
+                    )
                 )
-            )
         except RunInterrupted as stop:
             outcome = stop.outcome
     for note in outcome.notes:

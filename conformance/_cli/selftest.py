@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from relavium_conformance._cli._common import EXIT_USAGE, check_output_path, error_line, suggest
+from relavium_conformance._cli._common import (
+    EXIT_USAGE,
+    check_output_path,
+    error_line,
+    positive_count,
+    suggest,
+)
 from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._selftest.proofs import run_selftest
 
@@ -28,6 +35,15 @@ def register(subparsers: Any) -> None:
         "--stdio",
         action="store_true",
         help="also run every broken implementation as a subprocess over stdio (it must be caught on both)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_count,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="judge the broken implementations on N kit processes at once (default: the CPU count); "
+        "the verdicts are those of -j 1",
     )
     parser.add_argument(
         "--serve",
@@ -67,6 +83,7 @@ def _main(args: argparse.Namespace) -> int:
             on_progress=lambda line: print(line, flush=True),
             include_misbehaviours=not args.no_misbehaviours,
             stdio=args.stdio,
+            jobs=args.jobs,
         )
     )
     caught = sum(v.caught for v in report.broken)

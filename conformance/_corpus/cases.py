@@ -63,6 +63,8 @@ __all__ = [
     "ProviderStep",
     "ToolAnswer",
     "VectorCase",
+    "WireReply",
+    "WireStep",
     "as_op",
     "as_ops",
     "load_case",
@@ -154,11 +156,25 @@ class HoldStep(KitStrict):
     hold: Literal[True]
 
 
+class WireReply(KitStrict):
+    """A vendor's reply written out (capability ``wire``): an HTTP status and its JSON body, as recorded."""
+
+    status: Annotated[int, Field(ge=400, le=599)]
+    body: Any = None
+
+
+class WireStep(KitStrict):
+    """Wire level only: answer the request with this exact reply (first step of its invocation), or drop
+    the connection mid-stream (``disconnect``: no further byte, not even the end of the chunked body)."""
+
+    wire: WireReply | Literal["disconnect"]
+
+
 StreamChunkJson = Annotated[dict[str, Any], checked("stream-chunk"), ref("stream-chunk")]
 """A scripted chunk: JSON the kit checks against the shipped ``stream-chunk`` schema."""
 
 ProviderStep = Annotated[
-    DoStep | HoldStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
+    DoStep | HoldStep | WireStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
 ]
 
 
@@ -231,6 +247,9 @@ class Setup(KitStrict):
     tools: tuple[dict[str, Any], ...] | None = None
     policy: dict[str, Any] | None = None
     history: History | None = None
+    wire: dict[str, Literal["official", "custom"]] | None = None
+    """Capability ``wire``: the providers the kit serves over loopback HTTP in their dialects, each as the
+    vendor's official endpoint or a custom one (KD-WIRE-1)."""
 
 
 class CaseExpect(KitStrict):
@@ -280,6 +299,15 @@ class Case(KitStrict):
         unknown = set(self.capabilities) - KNOWN_CAPABILITIES
         if unknown:
             raise ValueError(f"unknown capabilities {sorted(unknown)}")
+        wire_steps = any(isinstance(step, WireStep) for call in self.provider for step in call)
+        if wire_steps and self.setup.wire is None:
+            raise ValueError("a wire step needs setup.wire")
+        if (self.setup.wire is not None) != ("wire" in self.capabilities):
+            raise ValueError("setup.wire and the capability wire go together")
+        if self.setup.wire is not None and any(
+            isinstance(step, DoStep | HoldStep) for call in self.provider for step in call
+        ):
+            raise ValueError("a wire case plays its streams without do or hold steps (no timing)")
         return self
 
     @property

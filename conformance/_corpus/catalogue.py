@@ -67,6 +67,7 @@ Capability = Literal[
     "budget",
     "usage",
     "session-store",
+    "wire",
 ]
 STATUSES: tuple[str, ...] = ("testable", "kit-defined", "host-specific", "informative")
 CAPABILITIES: tuple[str, ...] = get_args(Capability)

@@ -56,6 +56,7 @@ from relavium_reference import (
     ApprovalRequest,
     FunctionTool,
     InvalidInputError,
+    LlmProvider,
     LlmRequest,
     ProviderId,
     SessionDeps,
@@ -67,6 +68,7 @@ from relavium_reference import (
     ToolRegistry,
     TurnPolicy,
 )
+from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.history_results import BoundaryMarker, CompactionStart
@@ -105,7 +107,9 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "persistence",
     "memory-policy",
     "trim",
+    "trim",
     "overflow",
+    "wire",
 )
 
 _CHUNK = TypeAdapter(StreamChunk)
@@ -250,6 +254,8 @@ class _KitProvider:
 
 class ReferenceImplementation:
     """Serves the kit's operations for any number of sessions, each named by the kit's ``handle``."""
+
+    http_provider: type[HttpProvider] = HttpProvider  # capability wire (a broken one swaps it)
 
     def __init__(
         self,
@@ -435,9 +441,21 @@ class ReferenceImplementation:
         deps = params.deps
         unavailable = frozenset(deps.unavailable_providers)
 
-        def resolve(provider: ProviderId, model: str) -> _KitProvider:
+        endpoints = {e.provider: e for e in deps.provider_endpoints}
+
+        def resolve(provider: ProviderId, model: str) -> LlmProvider:
             if provider.value in unavailable:
                 raise LookupError("no credential for this provider")  # refused before any invocation
+            endpoint = endpoints.get(provider.value)
+            if endpoint is not None:  # capability wire: the engine's own HTTP client, in the vendor's dialect
+                return self.http_provider(
+                    HttpEndpoint(
+                        dialect=provider.value,
+                        base_url=endpoint.base_url,
+                        api_key=endpoint.api_key,
+                        official=endpoint.official,
+                    )
+                )
             return _KitProvider(callback, handle, provider.value, model)
 
         async def acknowledge(start: CompactionStart) -> None:

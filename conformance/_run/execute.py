@@ -40,6 +40,7 @@ from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
 from relavium_conformance._run.turns import turn_problem, turn_rows
+from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -589,8 +590,10 @@ async def execute_case(
     reason: str | None = None
     stderr_tail: str | None = None
     warnings: list[str] = []
+    wire: WireServer | None = None
     try:
         world.create_params = _create_params(case, handle, workdir)
+        wire = await start_wire(case, world)  # capability wire: the scripts over loopback HTTP
         if case.setup.history is not None:
             world.create_params["sessionId"] = str(
                 (case.setup.history.record or {}).get("id", HISTORY_SESSION_ID)
@@ -611,6 +614,7 @@ async def execute_case(
     finally:
         try:
             await world.settle()
+            await stop_wire(wire)
             register(handle, None)
             observed_snapshot, unjudgeable = _snapshot(world.observed, workdir)
         finally:

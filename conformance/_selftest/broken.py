@@ -22,6 +22,7 @@ from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
+from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
 from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
@@ -465,6 +466,8 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *EVENT_BREAKS,
     *PURE_BREAKS,
     *WIRE_BREAKS,
+    *WIRE_BREAKS,
+    *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
     *SESSION_BREAKS,
     *WIRE_BREAKS_2,

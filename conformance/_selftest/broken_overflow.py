@@ -72,6 +72,15 @@ class _RateLimitAsOverflow(_RewritesChunks):
         return chunk
 
 
+class _TrustsCustomEndpoints(_RewritesChunks):
+    """An overflow from a custom endpoint is taken as the vendor's own (no downgrade)."""
+
+    def _change(self, chunk: StreamChunk) -> StreamChunk:
+        if isinstance(chunk, StreamErrorChunk) and chunk.error.kind is LlmErrorKind.CONTEXT_OVERFLOW:
+            return chunk.model_copy(update={"error": chunk.error.model_copy(update={"evidence": "official"})})
+        return chunk
+
+
 class _NativeStopDropsUsage(_RewritesChunks):
     """The usage reported beside a failure is thrown away (only a stop chunk's usage counts)."""
 
@@ -161,6 +170,12 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
         "a 429 (rate limit or exhausted quota) is classified as a context overflow",
         ("AS-OVF-002",),
         _RateLimitAsOverflow,
+    ),
+    BrokenImplementation(
+        "overflow-trusts-custom-endpoints",
+        "an overflow downgraded from a custom endpoint is treated as authoritative",
+        ("AS-OVF-016",),
+        _TrustsCustomEndpoints,
     ),
     BrokenImplementation(
         "overflow-leaks-provider-message",

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, RunResult
+from relavium_conformance._run.parallel import map_in_processes
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
@@ -242,12 +244,24 @@ async def run_selftest(
     include_misbehaviours: bool = True,
     include_alternatives: bool = True,
     stdio: bool = False,
+    jobs: int = 1,
 ) -> SelftestReport:
+    """``jobs`` above 1 judges the broken implementations on that many forked kit processes
+    (:mod:`relavium_conformance._run.parallel`): the same verdicts, in the same order."""
     cases = load_cases()
     reference = await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
     report = SelftestReport()
-    for broken in BROKEN_IMPLEMENTATIONS:
-        verdict = await check_broken(broken, cases, reference, timeout, stdio=stdio)
+
+    def judge(broken: BrokenImplementation) -> BrokenVerdict:
+        return asyncio.run(check_broken(broken, cases, reference, timeout, stdio=stdio))
+
+    if jobs > 1:
+        verdicts = map_in_processes(judge, BROKEN_IMPLEMENTATIONS, jobs)
+    else:
+        verdicts = [
+            await check_broken(b, cases, reference, timeout, stdio=stdio) for b in BROKEN_IMPLEMENTATIONS
+        ]
+    for broken, verdict in zip(BROKEN_IMPLEMENTATIONS, verdicts, strict=True):
         report.broken.append(verdict)
         if on_progress:
             on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")

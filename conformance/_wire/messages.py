@@ -54,6 +54,7 @@ __all__ = [
     "NothingToTrimResult",
     "PolicyRefusal",
     "PolicySpec",
+    "ProviderEndpoint",
     "ProviderNextParams",
     "ProviderNextResult",
     "ProviderOpenParams",
@@ -144,6 +145,18 @@ class ModelSpec(_Msg):
     self_managed: bool = False
 
 
+class ProviderEndpoint(_Msg):
+    """Where the implementation reaches one provider over HTTP, in that vendor's dialect (capability
+    ``wire``, KD-WIRE-1): the kit's loopback server stands at ``baseUrl``.  ``official`` says whether the
+    endpoint stands for the vendor's own API (an overflow from it is authoritative) or for a custom,
+    compatible host (the downgrade of KD-OVF-1)."""
+
+    provider: Annotated[str, Field(min_length=1)]
+    base_url: Annotated[str, Field(min_length=1)]
+    official: bool
+    api_key: str = "kit-test-key"
+
+
 class DepsSpec(_Msg):
     max_turns: int | None = None
     max_tool_turns: int | None = None
@@ -160,6 +173,8 @@ class DepsSpec(_Msg):
     max_tokens_estimate: Annotated[int, Field(gt=0)] | None = None
     max_messages: Annotated[int, Field(gt=0)] | None = None
     """The deterministic trim an ordinary after-turn compaction failure falls back to."""
+    provider_endpoints: tuple[ProviderEndpoint, ...] = ()
+    """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
 
 class CaseLabel(_Msg):

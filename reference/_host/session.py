@@ -466,10 +466,7 @@ class AgentSession:
         await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:
-        """The one place the session's state changes: the table's outcome sets the next state.
-
-        A refusal raises :class:`SessionStateError` and leaves the state as it was.
-        """
+        """The one place the state changes (the table's outcome); a refusal raises and changes nothing."""
         outcome = apply(self._state, event)
         self._state = outcome.next_state
         return outcome

@@ -90,7 +90,6 @@ __all__ = [
     "TurnEnd",
     "TurnProgress",
     "TurnSetup",
-    "WindowLookup",
     "build_plan",
     "error_message",
     "run_turn",
@@ -102,12 +101,6 @@ BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
 
 ProviderResolver = Callable[[ProviderId, str], LlmProvider]
-WindowLookup = Callable[[ProviderId, str], "int | None"]
-"""The authoritative context window of a plan entry's model (``None``: unknown, custom or self-managed)."""
-
-
-def _no_window(provider: ProviderId, model: str) -> int | None:
-    return None
 
 
 _FIXED_MESSAGES: dict[ErrorCode, str] = {
@@ -184,13 +177,12 @@ class TurnSetup:
     sleep: Callable[[float], Awaitable[None]]
     stamper: EventStamper
     latched: Callable[[], bool]
-    window_for: WindowLookup = _no_window
-    automatic_compaction: bool = False
-    recover: Recovery | None = None
-    may_recover: Callable[[RecoveryFacts], bool] = may_recover
     admission: Admission = ALWAYS_ADMIT
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     max_tokens_estimate: int | None = None
+    automatic_compaction: bool = False
+    recover: Recovery | None = None
+    may_recover: Callable[[RecoveryFacts], bool] = may_recover
 
 
 @dataclass(frozen=True)
@@ -282,7 +274,7 @@ async def _recover(
     """
     error, entry = failed.error, failed.entry
     genuine = error is not None and error.authoritative_overflow
-    window = setup.window_for(entry.provider, entry.model) if genuine and entry is not None else None
+    window = _window(setup, entry.model) if genuine and entry is not None else None
     facts = RecoveryFacts(
         genuine=genuine,
         window=window,
@@ -306,8 +298,12 @@ async def _recover(
     return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.CONTEXT_OVERFLOW, error_message=message)
 
 
+def _window(setup: TurnSetup, model: str) -> int | None:
+    """The model's authoritative window from the host's metadata (``None``: unknown or custom)."""
+    return setup.models.get(model, UNKNOWN_MODEL).authoritative_window
+
+
 def _project(setup: TurnSetup, round_messages: Sequence[LlmMessage]) -> ProjectedRequest:
-    """A fresh projection of the turn's request: every list, message and part is new."""
     return project_request(
         system=setup.agent.system_prompt,
         history=setup.history,
@@ -378,7 +374,7 @@ async def _one_attempt(
     )
     if isinstance(await setup.admission.admit(admission), AdmissionRefused):
         raise _Failed(ErrorCode.BUDGET_EXCEEDED)  # nothing egresses (the budget issue refines this)
-    window = setup.models.get(model, UNKNOWN_MODEL).authoritative_window
+    window = _window(setup, model)
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1

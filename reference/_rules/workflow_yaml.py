@@ -37,13 +37,13 @@ from ruamel.yaml.events import (
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._rules.yaml_fast import YAML11_LOOKALIKE, fast_dump
+from relavium_reference._rules.yaml_fast import MAX_DEPTH, YAML11_LOOKALIKE, fast_dump
 
 __all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "ruamel_dump", "utf16_key"]
 
 #: The deepest nesting of mappings and sequences accepted either way (KD-EXP-6). An export is about ten
 #: levels deep; the bound keeps the recursive YAML composer and the checks below far from Python's limit.
-MAX_DEPTH = 64
+#: (``MAX_DEPTH`` is defined beside the fast emitter, which enforces it too.)
 _WIDTH = 1 << 30
 # Characters a single-quoted or plain scalar cannot carry faithfully (YAML folds or drops them when it
 # reads the text back): such strings are written double-quoted, where the emitter escapes them.
@@ -118,10 +118,10 @@ def _sorted(value: Any) -> Any:
 
 def dump_yaml(data: Any) -> str:
     """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
-    ensure_json_data(data)
     fast = fast_dump(data)  # the same text, written directly when the data allows (see yaml_fast)
     if fast is not None:
-        return fast
+        return fast  # an answer means exact JSON types within MAX_DEPTH: what ensure_json_data accepts
+    ensure_json_data(data)
     return ruamel_dump(data)
 
 

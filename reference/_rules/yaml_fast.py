@@ -25,7 +25,7 @@ from typing import Any
 
 from ruamel.yaml.resolver import VersionedResolver
 
-__all__ = ["fast_dump"]
+__all__ = ["MAX_DEPTH", "fast_dump"]
 
 # One line of characters the emitter prints as they are (allow_unicode), with no line break, no tab and
 # no byte-order mark: the set where no scalar needs escapes beyond ``"`` and ``\\``.
@@ -36,6 +36,7 @@ _PRINTABLE_LINE = re.compile(
 # an indicator, ``? `` / ``: `` / ``- `` (or the lone character) or a document marker; anywhere,
 # ``": "`` or ``" #"``; at the end, a space or ``:`` (checked with string methods, faster than a scan).
 _NOT_PLAIN_START = re.compile(r"""[ #,\[\]{}&*!|>'"%@`]|[?:-](?: |$)|---|\.\.\.""")
+MAX_DEPTH = 64  # the deepest nesting of JSON-shaped data (workflow_yaml re-exports this one)
 _MAX_KEY = 100  # well below the emitter's simple-key limit (128)
 
 
@@ -91,7 +92,8 @@ def _string(text: str) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, str):
+    kind = type(value)  # exact types only: a subclass (or a float, or anything else) falls back
+    if kind is str:
         return _string(value)
     if value is None:
         return "null"
@@ -99,11 +101,11 @@ def _scalar(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, int):
+    if kind is int:
         return str(value)
-    if isinstance(value, dict):
+    if kind is dict:
         return "{}"  # only ever called for empty collections
-    if isinstance(value, list):
+    if kind is list:
         return "[]"
     raise _Fallback  # floats and anything else: the ruamel.yaml emitter decides
 
@@ -122,47 +124,57 @@ def _utf16(key: str) -> bytes:
 @functools.lru_cache(maxsize=1024)
 def _order(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """Sorted keys with their rendered form; an export repeats a few key sets many times."""
+    if any(type(key) is not str for key in keys):
+        raise _Fallback
     return tuple((key, _key(key)) for key in sorted(keys, key=_utf16))
 
 
-def _mapping(data: dict[str, Any], indent: int, first: str, out: list[str]) -> None:
+def _mapping(data: dict[str, Any], indent: int, first: str, out: list[str], depth: int) -> None:
+    if depth >= MAX_DEPTH:
+        raise _Fallback  # its values would sit deeper than JSON-shaped data may
     prefix = first
     pad = " " * indent
     for key, shown in _order(tuple(data)):
         value = data[key]
         if type(value) is str:
             out.append(f"{prefix}{shown}: {_string(value)}\n")
-        elif isinstance(value, dict) and value:
+        elif type(value) is dict and value:
             out.append(f"{prefix}{shown}:\n")
-            _mapping(value, indent + 2, " " * (indent + 2), out)
-        elif isinstance(value, list) and value:
+            _mapping(value, indent + 2, " " * (indent + 2), out, depth + 1)
+        elif type(value) is list and value:
             out.append(f"{prefix}{shown}:\n")
-            _sequence(value, indent + 2, " " * (indent + 2), out)
+            _sequence(value, indent + 2, " " * (indent + 2), out, depth + 1)
         else:
             out.append(f"{prefix}{shown}: {_scalar(value)}\n")
         prefix = pad
 
 
-def _sequence(items: list[Any], dash: int, first: str, out: list[str]) -> None:
+def _sequence(items: list[Any], dash: int, first: str, out: list[str], depth: int) -> None:
+    if depth >= MAX_DEPTH:
+        raise _Fallback
     prefix = first
     pad = " " * dash
     for item in items:
-        if isinstance(item, dict) and item:
-            _mapping(item, dash + 2, prefix + "- ", out)
-        elif isinstance(item, list) and item:
-            _sequence(item, dash + 4, prefix + "-   ", out)
+        if type(item) is dict and item:
+            _mapping(item, dash + 2, prefix + "- ", out, depth + 1)
+        elif type(item) is list and item:
+            _sequence(item, dash + 4, prefix + "-   ", out, depth + 1)
         else:
             out.append(f"{prefix}- {_scalar(item)}\n")
         prefix = pad
 
 
 def fast_dump(data: Any) -> str | None:
-    """The canonical YAML text of JSON-shaped ``data``, or ``None`` when ruamel.yaml must write it."""
-    if not isinstance(data, dict) or not data:
+    """The canonical YAML text of JSON-shaped ``data``, or ``None`` when ruamel.yaml must write it.
+
+    It answers only for exact dicts (string keys), lists, strings, ints, bools and nulls nested at most
+    ``MAX_DEPTH`` deep: an answer also proves the data is JSON-shaped, so the caller need not walk it
+    again (``ensure_json_data`` runs only on the fallback path)."""
+    if type(data) is not dict or not data:
         return None
     out: list[str] = []
     try:
-        _mapping(data, 0, "", out)
+        _mapping(data, 0, "", out, 0)
     except _Fallback:
         return None
     return "".join(out)

@@ -22,6 +22,7 @@ from relavium_reference import (
     SessionEvent,
 )
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
+from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.shapes import MemoryNone
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode
@@ -51,7 +52,7 @@ Outcome = Recovered | RecoveryRefused | None
 
 
 class _Recovering(AgentSession):
-    """The reference session with a stand-in recovery and an authoritative window for every model."""
+    """The reference session with a stand-in recovery (the model has an authoritative window)."""
 
     outcomes: list[Outcome]
     presend_failed = False
@@ -69,7 +70,7 @@ class _Recovering(AgentSession):
             self.recoveries.append(current)
             return self.outcomes.pop(0) if self.outcomes else None
 
-        return replace(setup, recover=recover, window_for=lambda _p, _m: WINDOW)
+        return replace(setup, recover=recover)
 
 
 def _session(
@@ -94,7 +95,11 @@ def _session(
         agent=agent,
         context=SessionContext(working_dir="."),
         deps=SessionDeps(
-            resolve_provider=lambda _p, _m: provider, emit=sink, tools=default_tools(), sleep=no_sleep
+            resolve_provider=lambda _p, _m: provider,
+            emit=sink,
+            tools=default_tools(),
+            sleep=no_sleep,
+            models={"model-a": ModelInfo(context_window=WINDOW)},
         ),
         session_id="s-test",
     )

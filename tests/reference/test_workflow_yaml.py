@@ -15,7 +15,13 @@ from jsonschema import Draft202012Validator
 from relavium_conformance import schemas_dir
 from relavium_reference import InvalidInputError
 from relavium_reference._model.workflow import document_to_data, parse_workflow_data, render_schema
-from relavium_reference._rules.workflow_yaml import dump_yaml, load_yaml, ruamel_dump
+from relavium_reference._rules.workflow_yaml import (
+    MAX_DEPTH,
+    dump_yaml,
+    ensure_json_data,
+    load_yaml,
+    ruamel_dump,
+)
 from relavium_reference._rules.yaml_fast import fast_dump
 from relavium_reference.export import parse_workflow, serialize_workflow
 
@@ -383,3 +389,35 @@ def test_the_fast_emitter_takes_ordinary_export_text() -> None:
     fast = fast_dump(data)
     assert fast is not None
     assert fast == ruamel_dump(data)
+
+
+ANY_DATA = st.recursive(
+    FAST_SCALAR | st.floats() | st.binary(max_size=3) | st.just(()),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner)
+        | st.dictionaries(STRING | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(STRING, ANY_DATA, min_size=1, max_size=3))
+def test_a_fast_answer_means_json_data(data: dict[str, Any]) -> None:
+    """dump_yaml skips ensure_json_data when the fast emitter answers: it must answer only for JSON data."""
+    if fast_dump(data) is not None:
+        ensure_json_data(data)
+
+
+def test_the_fast_emitter_leaves_too_deep_data_to_the_check() -> None:
+    deep: Any = "leaf"
+    for _ in range(MAX_DEPTH):
+        deep = {"k": deep}
+    assert fast_dump(deep) is not None  # exactly MAX_DEPTH levels: accepted by both
+    ensure_json_data(deep)
+    assert fast_dump({"k": deep}) is None
+    with pytest.raises(InvalidInputError, match="too deeply"):
+        dump_yaml({"k": deep})
+    for odd in ({1: "int key"}, {"k": (1,)}, {"k": 1.5}, {"k": b"x"}, {"k": True, "j": [{2: None}]}):
+        assert fast_dump(odd) is None

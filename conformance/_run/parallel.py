@@ -1,0 +1,144 @@
+"""``-j N``: the same work on N implementation instances, each driven by its own kit process.
+
+A run's cases are cut into N contiguous shards; each shard runs in a worker process forked from this one
+(so it starts with the kit already imported and the cases already loaded) against its own instance of
+the implementation (its own subprocess over stdio, its own in-process engine), with the handles the
+one-process run would have given (``case-<position>``), and sends its case results back as JSON. The
+results are put back in case order: the same :class:`RunResult` as ``-j 1`` but for durations and
+timestamps (``tests/conformance/test_parallel_run.py`` proves it). Both sides of the work (the kit's
+judging and the implementation's answering) run in parallel, so N cores are used whatever the
+transport.
+
+Workers are forked: where ``fork`` is not available (Windows, macOS defaults aside), ``jobs`` falls back
+to one process. The parent forks before it runs an event loop of its own work; each child clears the
+running-loop mark it may have inherited before it starts its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from relavium_conformance._corpus.cases import AnyCase
+from relavium_conformance._report.results import CaseResult
+from relavium_conformance._wire.adapters import Adapter, parse_hello
+
+__all__ = ["fork_available", "map_in_processes", "run_cases_parallel", "shards"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_FORKED: dict[str, Any] = {}  # what the parent hands its forked workers (read only in the child)
+
+
+def fork_available() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def shards(count: int, jobs: int) -> list[range]:
+    """``count`` positions in at most ``jobs`` contiguous, near-equal runs (none empty)."""
+    jobs = max(1, min(jobs, count))
+    size, extra = divmod(count, jobs)
+    out, start = [], 0
+    for index in range(jobs):
+        end = start + size + (1 if index < extra else 0)
+        out.append(range(start, end))
+        start = end
+    return out
+
+
+def _child_start() -> None:
+    asyncio.events._set_running_loop(None)  # a fork taken inside a running loop must not look inside one
+
+
+def _call(index: int) -> Any:
+    function: Callable[[Any], Any] = _FORKED["function"]
+    return function(_FORKED["items"][index])
+
+
+def map_in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
+    """``[function(item) for item in items]`` on up to ``jobs`` forked processes, in order.
+
+    ``function`` and ``items`` reach the workers by the fork itself (no pickling); only the results
+    travel back, so they must pickle. One job, one item or no fork: run here, in order."""
+    if jobs <= 1 or len(items) <= 1 or not fork_available():
+        return [function(item) for item in items]
+    _FORKED.update(function=function, items=items)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(min(jobs, len(items)), mp_context=context, initializer=_child_start) as pool:
+            return list(pool.map(_call, range(len(items))))
+    finally:
+        _FORKED.clear()
+
+
+def _run_shard(
+    job: tuple[Callable[[], Adapter], Sequence[AnyCase], int, float, bool | None],
+) -> dict[str, Any]:
+    from relavium_conformance._run.runner import run_cases
+
+    make_adapter, cases, first, timeout, snapshots = job
+    adapter = make_adapter()
+    outcome = asyncio.run(
+        run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, first_handle=first + 1)
+    )
+    return {
+        "cases": [result.model_dump(mode="json") for result in outcome.run.cases],
+        "implementation": outcome.run.implementation.model_dump(mode="json"),
+        "hello": outcome.hello.to_wire() if outcome.hello is not None else None,
+        "handshake_error": outcome.handshake_error,
+        "notes": outcome.notes,
+        "snapshots": outcome.snapshots,
+    }
+
+
+def run_cases_parallel(
+    make_adapter: Callable[[], Adapter],
+    cases: Sequence[AnyCase],
+    jobs: int,
+    *,
+    timeout: float = 15.0,
+    snapshots: bool | None = None,
+    on_case_end: Callable[[CaseResult], None] | None = None,
+) -> Any:
+    """Run ``cases`` on ``jobs`` instances of the implementation, each from its own call of
+    ``make_adapter`` in its worker; returns the :class:`~relavium_conformance._run.runner.RunOutcome`
+    a one-process run would (observations aside: they stay in the workers)."""
+    from relavium_conformance._corpus.catalogue import load_catalogue
+    from relavium_conformance._report.results import ImplementationInfo, RunResult
+    from relavium_conformance._run.runner import RunOutcome
+
+    started_at = datetime.now(UTC)
+    clock = time.perf_counter()
+    parts = shards(len(cases), jobs)
+    work = [
+        (make_adapter, tuple(cases[part.start : part.stop]), part.start, timeout, snapshots) for part in parts
+    ]
+    answers = map_in_processes(_run_shard, work, jobs)
+    results: list[CaseResult] = []
+    outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
+    for answer in answers:
+        for document in answer["cases"]:
+            result = CaseResult.model_validate(document)
+            results.append(result)
+            if on_case_end is not None:
+                on_case_end(result)
+        if outcome.hello is None and answer["hello"] is not None:
+            outcome.hello = parse_hello(answer["hello"])
+        outcome.handshake_error = outcome.handshake_error or answer["handshake_error"]
+        outcome.notes.extend(answer["notes"])
+        outcome.snapshots.update(answer["snapshots"])
+    outcome.run = RunResult.build(
+        implementation=ImplementationInfo.model_validate(answers[0]["implementation"]),
+        cases=results,
+        catalogue=load_catalogue().clauses,
+        started_at=started_at,
+        duration_ms=(time.perf_counter() - clock) * 1000,
+        interrupted=False,
+    )
+    return outcome

@@ -1,0 +1,74 @@
+"""Broken HTTP provider dialects: the reference engine with one wire behaviour of its HTTP client changed.
+
+Each is caught by the ``wire/*`` cases citing its clauses, played by the kit's loopback server
+(:mod:`relavium_conformance._run.wire_server`); see :mod:`relavium_conformance._selftest.proofs`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_reference._host.http_provider import HttpProvider
+from relavium_reference._model.llm import LlmError, StopChunk, StreamChunk
+from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
+from relavium_reference._rules.sse import SseDecoder, SseEvent
+
+__all__ = ["HTTP_BREAKS"]
+
+
+class _PerReadDecoder(SseDecoder):
+    """Takes every network read for whole lines: a frame split across two reads is lost."""
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        fresh = SseDecoder()
+        return fresh.feed(chunk) + fresh.close()
+
+
+class _FramesPerRead(HttpProvider):
+    decoder = _PerReadDecoder
+
+
+class _TokensMeanOverflow(HttpProvider):
+    """The careless classifier: any failure whose message mentions tokens is a context overflow."""
+
+    def failed(self, status: int | None, body: Any) -> LlmError:
+        error = super().failed(status, body)
+        if "token" in error.message.lower():
+            return error.model_copy(update={"kind": LlmErrorKind.CONTEXT_OVERFLOW})
+        return error
+
+
+class _EndIsSuccess(HttpProvider):
+    """A stream that stops sending is taken as a finished reply, end-of-stream signal or not."""
+
+    def ended(self, reader: Any) -> list[StreamChunk]:
+        reader.finished = True
+        return [StopChunk(stop_reason=StopReason.STOP)]
+
+
+def _with(provider: type[HttpProvider]) -> type[ReferenceImplementation]:
+    return type(f"Reference{provider.__name__}", (ReferenceImplementation,), {"http_provider": provider})
+
+
+HTTP_BREAKS: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "http-frames-per-read",
+        "the HTTP client parses each network read as whole SSE lines, losing frames split across reads",
+        ("AS-SESS-006",),
+        implementation=_with(_FramesPerRead),
+    ),
+    BrokenImplementation(
+        "http-tokens-mean-overflow",
+        "the HTTP client classifies any error mentioning tokens (a 429 among them) as a context overflow",
+        ("AS-OVF-002",),
+        implementation=_with(_TokensMeanOverflow),
+    ),
+    BrokenImplementation(
+        "http-end-of-body-is-success",
+        "the HTTP client takes a stream that ends without message_stop or [DONE] as a completed reply",
+        ("AS-CAP-020",),
+        implementation=_with(_EndIsSuccess),
+    ),
+)

@@ -1,0 +1,193 @@
+"""Providers that talk to the vendors' HTTP APIs over httpx, in their own streaming dialects.
+
+:class:`HttpProvider` is an :class:`~relavium_reference._model.llm.LlmProvider`: one ``stream`` call is one
+POST.  What the body is and how the server-sent events read back as seam chunks is pure and lives in the
+rules room (``wire_anthropic``, ``wire_openai``, ``sse``); this shell only moves bytes:
+
+* a non-200 reply is read whole and classified from its status and JSON error envelope
+  (``_rules/overflow.py``, KD-OVF-1), then ends the stream as one ``error`` chunk;
+* a 200 reply is decoded as it arrives, read by read, so a vendor's chunking never matters;
+* a connection that fails, times out or drops mid-stream is a ``transport`` (or ``timeout``) error, and so is
+  a stream that ends cleanly but without the dialect's end-of-stream signal.
+
+Failures are never raised: they arrive as an ``error`` chunk, as the seam requires.  The endpoint says
+whether it is the vendor's official one (``official``; by default decided from the base URL), which is what
+an overflow's authority rests on: every ``context_overflow`` leaves with ``evidence`` ``official`` from an
+authoritative endpoint and ``downgraded`` from any other (KD-OVF-1, KD-OVF-3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
+from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
+from relavium_reference._rules import wire_anthropic, wire_openai
+from relavium_reference._rules.overflow import Dialect, is_official_base_url
+from relavium_reference._rules.sse import SseDecoder, SseEvent
+from relavium_reference._rules.wire_errors import error_from_reply, transport_error
+
+__all__ = ["DEFAULT_BASE_URLS", "HTTP_DIALECTS", "HttpEndpoint", "HttpProvider", "http_resolver"]
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+    "deepseek": "https://api.deepseek.com",
+}
+HTTP_DIALECTS: tuple[Dialect, ...] = ("anthropic", "openai", "deepseek")
+"""The dialects this engine speaks over HTTP (DeepSeek is the OpenAI dialect with its own overflow)."""
+
+
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """Where one provider is reached: the dialect, the base URL (``None``: the vendor's own), the key, and
+    whether the host states the endpoint official (``None``: decided from the base URL)."""
+
+    dialect: Dialect
+    base_url: str | None = None
+    api_key: str = ""
+    official: bool | None = None
+    timeout: float = 600.0
+
+    @property
+    def url(self) -> str:
+        return (self.base_url or DEFAULT_BASE_URLS[self.dialect]).rstrip("/")
+
+    @property
+    def authoritative(self) -> bool:
+        """Whether an overflow from here is authoritative (KD-OVF-1)."""
+        if self.official is not None:
+            return self.official
+        return is_official_base_url(self.dialect, self.base_url)
+
+
+class _Reader(Protocol):
+    finished: bool
+
+    def event(self, sse: SseEvent) -> list[StreamChunk]: ...
+
+    def end(self) -> list[StreamChunk]: ...
+
+
+def _prepare(
+    endpoint: HttpEndpoint, request: LlmRequest
+) -> tuple[str, dict[str, str], dict[str, Any], _Reader]:
+    if endpoint.dialect == "anthropic":
+        return (
+            endpoint.url + wire_anthropic.MESSAGES_PATH,
+            wire_anthropic.request_headers(endpoint.api_key),
+            wire_anthropic.build_request(request),
+            wire_anthropic.AnthropicStream(),
+        )
+    if endpoint.dialect in ("openai", "deepseek"):
+        return (
+            endpoint.url + wire_openai.CHAT_PATH,
+            wire_openai.request_headers(endpoint.api_key),
+            wire_openai.build_request(request),
+            wire_openai.OpenAiStream(endpoint.dialect),
+        )
+    raise LookupError(f"no HTTP dialect for {endpoint.dialect!r}")
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+class HttpProvider:
+    """One vendor endpoint as a seam provider; ``client`` is shared when given, else one per stream.
+
+    The three seams a subclass may change (the kit's broken implementations do): ``decoder`` (how bytes
+    become events), :meth:`failed` (how a failed reply is classified) and :meth:`ended` (what a stream
+    that stops sending means)."""
+
+    decoder: type[SseDecoder] = SseDecoder
+
+    def __init__(self, endpoint: HttpEndpoint, client: httpx.AsyncClient | None = None) -> None:
+        if endpoint.dialect not in HTTP_DIALECTS:
+            raise LookupError(f"no HTTP dialect for {endpoint.dialect!r}")
+        self.endpoint = endpoint
+        self._client = client
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        return self._attest(self._run(request))
+
+    async def _attest(self, chunks: AsyncGenerator[StreamChunk, None]) -> AsyncIterator[StreamChunk]:
+        """An overflow says where it came from (KD-OVF-3): ``official`` only from an authoritative one."""
+        evidence = "official" if self.endpoint.authoritative else "downgraded"
+        try:
+            async for chunk in chunks:
+                if isinstance(chunk, StreamErrorChunk) and chunk.error.kind is LlmErrorKind.CONTEXT_OVERFLOW:
+                    error = chunk.error.model_copy(update={"evidence": evidence})
+                    chunk = chunk.model_copy(update={"error": error})
+                yield chunk
+        finally:
+            await chunks.aclose()  # an abandoned stream closes its HTTP response now, not at collection
+
+    async def _run(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
+        url, headers, body, reader = _prepare(self.endpoint, request)
+        dialect = self.endpoint.dialect
+        client = self._client or httpx.AsyncClient(timeout=httpx.Timeout(self.endpoint.timeout, connect=5.0))
+        try:
+            async with client.stream("POST", url, json=body, headers=headers) as response:
+                if response.status_code != 200:
+                    raw = await response.aread()
+                    yield StreamErrorChunk(error=self.failed(response.status_code, _json(raw)))
+                    return
+                decoder = self.decoder()
+                async for piece in response.aiter_bytes():
+                    for chunk in self._read(reader, decoder.feed(piece)):
+                        yield chunk
+                    if reader.finished:
+                        return
+                for chunk in [*self._read(reader, decoder.close()), *self.ended(reader)]:
+                    yield chunk
+        except httpx.TimeoutException:
+            if not reader.finished:
+                yield StreamErrorChunk(error=transport_error(dialect, "the request timed out", timeout=True))
+        except httpx.HTTPError as exc:  # a refused, reset or dropped connection, a broken chunked body
+            if not reader.finished:
+                message = f"the connection failed: {type(exc).__name__}"
+                yield StreamErrorChunk(error=transport_error(dialect, message))
+        finally:
+            if self._client is None:
+                await client.aclose()
+
+    def failed(self, status: int | None, body: Any) -> LlmError:
+        """The classified error of a non-200 reply (``_rules/overflow.py``, KD-OVF-1)."""
+        return error_from_reply(self.endpoint.dialect, status, body)
+
+    def ended(self, reader: _Reader) -> list[StreamChunk]:
+        """The byte stream ended cleanly: whatever the dialect's reader says that means."""
+        return reader.end()
+
+    @staticmethod
+    def _read(reader: _Reader, events: list[SseEvent]) -> list[StreamChunk]:
+        chunks: list[StreamChunk] = []
+        for event in events:
+            if reader.finished:
+                break
+            chunks.extend(reader.event(event))
+        return chunks
+
+
+def http_resolver(
+    endpoints: Mapping[str, HttpEndpoint], client: httpx.AsyncClient | None = None
+) -> Callable[[ProviderId, str], LlmProvider]:
+    """A ``resolve_provider`` for :class:`~relavium_reference.SessionDeps`: a provider without an endpoint
+    is refused before any invocation (``LookupError``)."""
+
+    def resolve(provider: ProviderId, model: str) -> LlmProvider:
+        endpoint = endpoints.get(provider.value)
+        if endpoint is None:
+            raise LookupError(f"no endpoint for provider {provider.value!r}")
+        return HttpProvider(endpoint, client)
+
+    return resolve

@@ -1,0 +1,108 @@
+"""``-j N`` gives the results of ``-j 1``: same cases, same order, same statuses, reasons, differences and
+clause verdicts; only durations and timestamps differ.  No timing is asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relavium_conformance._cli import main
+from relavium_conformance._connect import resolve_adapter
+from relavium_conformance._corpus.cases import load_cases, select_cases
+from relavium_conformance._run.parallel import map_in_processes, run_cases_parallel, shards
+from relavium_conformance._run.runner import run_cases
+
+VOLATILE = {"duration_ms", "started_at", "finished_at", "stderr_tail"}
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _one_process(spec: str, cases: Any) -> dict[str, Any]:
+    outcome = asyncio.run(run_cases(resolve_adapter(spec), cases))
+    return {"run": _stable(outcome.run.model_dump(mode="json")), "snapshots": outcome.snapshots}
+
+
+@pytest.mark.parametrize(
+    ("spec", "patterns", "jobs"),
+    [
+        ("reference", ["lifecycle", "persistence", "vectors/*"], 3),
+        ("broken:no-hard-cap", ["AS-CAP-*"], 2),  # failures, reasons and differences travel back intact
+        ("reference-stdio", ["memory", "events"], 2),
+    ],
+)
+def test_jobs_give_the_results_of_one_process(spec: str, patterns: list[str], jobs: int) -> None:
+    cases = select_cases(load_cases(), patterns)
+    assert len(cases) > jobs
+    expected = _one_process(spec, cases)
+    parallel = run_cases_parallel(lambda: resolve_adapter(spec), cases, jobs)
+    assert _stable(parallel.run.model_dump(mode="json")) == expected["run"]
+    assert parallel.snapshots == expected["snapshots"]
+    if spec.startswith("broken:"):
+        assert parallel.run.summary.failed > 0
+
+
+def test_run_dash_j_reports_what_one_process_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["run", "--select", "context", "--select", "commands", "--json", str(one)]) == 0
+    assert main(["run", "--select", "context", "--select", "commands", "-j", "2", "--json", str(two)]) == 0
+    documents = [json.loads(path.read_text(encoding="utf-8")) for path in (one, two)]
+    assert _stable(documents[0]) == _stable(documents[1])
+    capsys.readouterr()
+
+
+def test_jobs_refuse_what_needs_one_process(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "-j", "2", "--exitfirst"]) == 2
+    assert "-j/--jobs above 1 cannot be combined with --exitfirst" in capsys.readouterr().err
+
+
+def test_shards_cover_every_position_once_in_order() -> None:
+    for count in (1, 2, 5, 188):
+        for jobs in (1, 2, 3, 8, 500):
+            parts = shards(count, jobs)
+            assert [i for part in parts for i in part] == list(range(count))
+            assert all(len(part) for part in parts)
+            assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def _square(n: int) -> tuple[int, int]:
+    import os
+
+    return n * n, os.getpid()
+
+
+def test_map_in_processes_keeps_order_and_uses_other_processes() -> None:
+    import os
+
+    answers = map_in_processes(_square, list(range(9)), 3)
+    assert [value for value, _ in answers] == [n * n for n in range(9)]
+    assert os.getpid() not in {pid for _, pid in answers}
+
+
+def test_selftest_jobs_give_the_verdicts_of_one_process() -> None:
+    """``selftest -j N`` judges each broken implementation in a forked process: the same verdicts."""
+    from relavium_conformance._reference.impl import ReferenceImplementation
+    from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+    from relavium_conformance._selftest.proofs import check_broken
+    from relavium_conformance._wire.adapters import InProcessAdapter
+
+    cases = load_cases()
+    chosen = [b for b in BROKEN_IMPLEMENTATIONS if b.clauses[0].startswith(("AS-CAP", "AS-CTX"))][:4]
+    assert len(chosen) >= 2
+    reference = asyncio.run(run_cases(InProcessAdapter("reference", ReferenceImplementation), cases)).run
+
+    def judge(broken: Any) -> Any:
+        return asyncio.run(check_broken(broken, cases, reference, 10.0))
+
+    assert map_in_processes(judge, chosen, 2) == [judge(b) for b in chosen]

@@ -1,0 +1,310 @@
+"""The kit's loopback HTTP server (capability ``wire``), over real loopback sockets (no respx here).
+
+What it sends is checked three ways: the raw bytes (status line, chunked framing with every SSE frame split
+across two chunks, the zero chunk, or none when the script drops the connection), what the engine's own
+dialect readers make of them (the same seam chunks the script holds), and what the vendors' official SDKs
+make of them (skipped, with the reason, when the SDKs are absent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relavium_conformance._corpus.cases import Case, WireStep
+from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.results import Difference
+from relavium_conformance._run.wire_render import ERROR_PAYLOADS, render
+from relavium_conformance._run.wire_server import WireServer
+from relavium_conformance._wire.model import kit_parse
+from relavium_reference._model.llm import StreamChunk
+from relavium_reference._model.vocabulary import LlmErrorKind
+from relavium_reference._rules import wire_anthropic, wire_openai
+from relavium_reference._rules.sse import decode_all
+from relavium_reference._rules.wire_errors import error_from_reply
+
+TOOL_ROUND: list[dict[str, Any]] = [
+    {"type": "text_delta", "text": "Let me look."},
+    {"type": "tool_call_start", "id": "call_1", "name": "echo"},
+    {"type": "tool_call_delta", "id": "call_1", "argsJsonDelta": '{"x": '},
+    {"type": "tool_call_delta", "id": "call_1", "argsJsonDelta": "1}"},
+    {"type": "tool_call_end", "id": "call_1"},
+    {"type": "stop", "stopReason": "tool_use", "usage": {"inputTokens": 12, "outputTokens": 7}},
+]
+TEXT: list[dict[str, Any]] = [
+    {"type": "text_delta", "text": "hé"},
+    {"type": "text_delta", "text": "llo"},
+    {"type": "stop", "stopReason": "length", "usage": {"inputTokens": 3, "outputTokens": 2}},
+]
+
+
+class _Observed:
+    def __init__(self) -> None:
+        self.provider_requests: list[dict[str, Any]] = []
+        self.violations: list[Difference] = []
+
+
+def _reader(dialect: str) -> wire_anthropic.AnthropicStream | wire_openai.OpenAiStream:
+    return wire_anthropic.AnthropicStream() if dialect == "anthropic" else wire_openai.OpenAiStream(dialect)  # type: ignore[arg-type]
+
+
+def _read(dialect: str, body: bytes) -> list[dict[str, Any]]:
+    reader = _reader(dialect)
+    chunks: list[StreamChunk] = []
+    for event in decode_all(body):
+        chunks.extend(reader.event(event))
+    chunks.extend(reader.end())
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in chunks]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "deepseek"])
+@pytest.mark.parametrize("script", [TOOL_ROUND, TEXT], ids=["tool-round", "text"])
+def test_a_rendered_stream_reads_back_as_its_script(dialect: str, script: list[dict[str, Any]]) -> None:
+    reply = render(dialect, script, "m")
+    assert reply.status == 200
+    assert not reply.disconnect
+    assert _read(dialect, b"".join(reply.frames)) == script
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "deepseek"])
+def test_every_renderable_error_kind_classifies_as_that_kind(dialect: str) -> None:
+    for kind in ERROR_PAYLOADS[dialect]:
+        reply = render(dialect, [{"type": "error", "error": {"kind": kind}}], "m")
+        error = error_from_reply(dialect, reply.status, json.loads(reply.body))  # type: ignore[arg-type]
+        assert error.kind is LlmErrorKind(kind), (dialect, kind)
+    assert render(dialect, [{"type": "error", "error": {"kind": "transport"}}], "m").silent
+    with pytest.raises(KitUsageError):
+        render(dialect, [{"type": "error", "error": {"kind": "content_filter"}}], "m")
+
+
+def test_a_mid_stream_error_is_a_frame_after_the_content() -> None:
+    script = [{"type": "text_delta", "text": "par"}, {"type": "error", "error": {"kind": "overloaded"}}]
+    for dialect in ("anthropic", "openai"):
+        chunks = _read(dialect, b"".join(render(dialect, script, "m").frames))
+        assert chunks[0] == {"type": "text_delta", "text": "par"}
+        assert chunks[1]["error"]["kind"] == "overloaded"
+        assert len(chunks) == 2
+
+
+async def _exchange(
+    steps: Sequence[Any], dialect: str = "anthropic", path: str | None = None
+) -> tuple[bytes, _Observed]:
+    """One raw HTTP/1.1 exchange with the server, read to the end of the connection."""
+    observed = _Observed()
+    queue = [steps]
+    server = await WireServer.start({dialect: "official"}, observed, lambda: queue.pop(0) if queue else None)
+    try:
+        base = server.endpoints()[0]["baseUrl"]
+        host, port = base.removeprefix("http://").split("/", 1)[0].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        body = json.dumps({"model": "m", "stream": True, "messages": []}).encode()
+        target = path or (
+            "/anthropic/v1/messages" if dialect == "anthropic" else "/openai/v1/chat/completions"
+        )
+        writer.write(
+            f"POST {target} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            f"x-api-key: k\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        raw = await reader.read()
+        writer.close()
+        return raw, observed
+    finally:
+        await server.close()
+
+
+def _dechunk(raw: bytes) -> tuple[list[bytes], bool]:
+    """The chunks of a chunked body, and whether the zero chunk ended it."""
+    _, _, rest = raw.partition(b"\r\n\r\n")
+    chunks: list[bytes] = []
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return chunks, True
+        chunks.append(rest[:size])
+        rest = rest[size + 2 :]
+    return chunks, False
+
+
+def test_a_stream_is_chunked_with_every_frame_split_across_two_chunks() -> None:
+    raw, observed = asyncio.run(_exchange(TEXT))
+    assert raw.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"transfer-encoding: chunked" in raw.split(b"\r\n\r\n", 1)[0]
+    chunks, ended = _dechunk(raw)
+    assert ended
+    frames = render("anthropic", TEXT, "m").frames
+    assert len(chunks) == 2 * len(frames)
+    assert all(not chunk.endswith(b"\n\n") for chunk in chunks[::2])  # no first half is a whole frame
+    assert b"".join(chunks) == b"".join(frames)
+    [request] = observed.provider_requests
+    assert request == {
+        "provider": "anthropic",
+        "model": "m",
+        "http": {
+            "method": "POST",
+            "path": "/v1/messages",
+            "headers": {"content-type": "application/json", "x-api-key": "k"},
+            "body": {"model": "m", "stream": True, "messages": []},
+        },
+    }
+    assert observed.violations == []
+
+
+def test_a_disconnect_leaves_the_chunked_body_unfinished() -> None:
+    steps = [{"type": "text_delta", "text": "half"}, WireStep(wire="disconnect")]
+    raw, _ = asyncio.run(_exchange(steps))
+    chunks, ended = _dechunk(raw)
+    assert not ended
+    assert b"half" in b"".join(chunks)
+
+
+def test_a_written_out_reply_is_sent_verbatim_with_its_status() -> None:
+    body = {"error": {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"}}
+    step = kit_parse(WireStep, {"wire": {"status": 429, "body": body}})
+    raw, _ = asyncio.run(_exchange([step], dialect="openai"))
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 429 ")
+    assert json.loads(payload) == body
+
+
+def test_unknown_paths_and_unscripted_requests_are_violations() -> None:
+    raw, observed = asyncio.run(_exchange(TEXT, path="/anthropic/v1/complete"))
+    assert raw.startswith(b"HTTP/1.1 404 ")
+    assert "no provider endpoint" in observed.violations[0].message
+
+    async def twice() -> _Observed:
+        observed = _Observed()
+        server = await WireServer.start({"openai": "custom"}, observed, lambda: None)
+        try:
+            [endpoint] = server.endpoints()
+            assert endpoint["official"] is False
+            assert endpoint["baseUrl"].endswith("/openai/v1")
+            async with httpx.AsyncClient() as client:
+                reply = await client.post(endpoint["baseUrl"] + "/chat/completions", json={"model": "m"})
+            assert reply.status_code == 400
+        finally:
+            await server.close()
+        return observed
+
+    observed = asyncio.run(twice())
+    assert "was not scripted" in observed.violations[0].message
+
+
+def test_a_wire_case_is_consistent() -> None:
+    base = {"id": "wire/x", "title": "t", "clauses": ["AS-CAP-020"], "steps": [{"op": "start"}]}
+    ok = {**base, "capabilities": ["core", "wire"], "setup": {"wire": {"openai": "official"}}}
+    assert kit_parse(Case, ok).setup.wire == {"openai": "official"}
+    with pytest.raises(Exception, match="capability wire"):
+        kit_parse(Case, {**base, "setup": {"wire": {"openai": "official"}}})
+    with pytest.raises(Exception, match=r"needs setup\.wire"):
+        kit_parse(Case, {**base, "capabilities": ["core", "wire"], "provider": [[{"wire": "disconnect"}]]})
+    with pytest.raises(Exception, match="without do or hold"):
+        kit_parse(Case, {**ok, "provider": [[{"do": "abort"}, {"type": "text_delta", "text": "x"}]]})
+
+
+# -- the official SDKs read what the kit renders ------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", [TOOL_ROUND, TEXT], ids=["tool-round", "text"])
+def test_the_anthropic_sdk_reads_the_rendered_stream(script: list[dict[str, Any]]) -> None:
+    anthropic = pytest.importorskip("anthropic", reason="the anthropic SDK is not installed (test extra)")
+
+    async def run() -> Any:
+        observed = _Observed()
+        queue = [script]
+        server = await WireServer.start({"anthropic": "official"}, observed, lambda: queue.pop(0))
+        try:
+            base = server.endpoints()[0]["baseUrl"]
+            client = anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0)
+            async with client.messages.stream(
+                model="m", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+            ) as stream:
+                return await stream.get_final_message()
+        finally:
+            await server.close()
+
+    final = asyncio.run(run())
+    stop = script[-1]
+    assert final.usage.input_tokens == stop["usage"]["inputTokens"]
+    assert final.usage.output_tokens == stop["usage"]["outputTokens"]
+    text = "".join(s["text"] for s in script if s["type"] == "text_delta")
+    assert "".join(b.text for b in final.content if b.type == "text") == text
+
+
+def test_the_openai_sdk_reads_the_rendered_stream() -> None:
+    openai = pytest.importorskip("openai", reason="the openai SDK is not installed (test extra)")
+
+    async def run() -> list[Any]:
+        observed = _Observed()
+        queue = [TOOL_ROUND]
+        server = await WireServer.start({"openai": "official"}, observed, lambda: queue.pop(0))
+        try:
+            client = openai.AsyncOpenAI(api_key="k", base_url=server.endpoints()[0]["baseUrl"], max_retries=0)
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            return [chunk async for chunk in stream]
+        finally:
+            await server.close()
+
+    chunks = asyncio.run(run())
+    arguments = "".join(
+        call.function.arguments or ""
+        for chunk in chunks
+        for choice in chunk.choices
+        for call in choice.delta.tool_calls or ()
+    )
+    assert json.loads(arguments) == {"x": 1}
+    assert chunks[-1].usage.prompt_tokens == 12
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@st.composite
+def _scripts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A seam script the dialects can carry: text runs and tool calls in any order, then a stop."""
+    steps: list[dict[str, Any]] = []
+    for index in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            steps += [
+                {"type": "text_delta", "text": t} for t in draw(st.lists(_TEXT, min_size=1, max_size=3))
+            ]
+        else:
+            call = f"call_{index}"
+            pieces = draw(st.lists(_TEXT, max_size=3))
+            steps.append(
+                {"type": "tool_call_start", "id": call, "name": draw(st.sampled_from(["echo", "f"]))}
+            )
+            steps += [{"type": "tool_call_delta", "id": call, "argsJsonDelta": p} for p in pieces]
+            steps.append({"type": "tool_call_end", "id": call})
+    usage = {"inputTokens": draw(st.integers(0, 10**6)), "outputTokens": draw(st.integers(0, 10**6))}
+    reason = draw(st.sampled_from(["stop", "length", "tool_use", "content_filter"]))
+    return [*steps, {"type": "stop", "stopReason": reason, "usage": usage}]
+
+
+def _expected(dialect: str, script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The script as the engine reads it back: OpenAI closes every tool call at the end of the reply,
+    and a text run right after a text run is one block (the seam keeps each delta either way)."""
+    if dialect == "anthropic":
+        return script
+    opened = [s for s in script if s["type"] == "tool_call_end"]
+    body = [s for s in script if s["type"] not in ("tool_call_end", "stop")]
+    return [*body, *opened, script[-1]]
+
+
+@settings(max_examples=60)
+@given(dialect=st.sampled_from(["anthropic", "openai", "deepseek"]), script=_scripts())
+def test_any_script_survives_rendering_and_reading_back(dialect: str, script: list[dict[str, Any]]) -> None:
+    reply = render(dialect, script, "m")
+    assert _read(dialect, b"".join(reply.frames)) == _expected(dialect, script)
