@@ -107,8 +107,8 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "persistence",
     "memory-policy",
     "trim",
-    "trim",
     "overflow",
+    "compaction",
     "wire",
 )
 

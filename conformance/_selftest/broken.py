@@ -20,6 +20,7 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
@@ -462,6 +463,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     ),
     *HISTORY_BREAKS,
     *MEMORY_BREAKS,
+    *COMPACTION_BREAKS,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
+from relavium_reference._host.compaction import CompactionReport
 from relavium_reference._host.persister import ReleasesWriter, completed_turn
+from relavium_reference._host.session_compaction import SessionCompaction
 from relavium_reference._host.session_deps import (
     DEFAULT_SESSION_MAX_TURNS,
     ExportResult,
@@ -55,15 +57,13 @@ from relavium_reference._model.events import (
 )
 from relavium_reference._model.history_results import (
     BoundaryMarker,
-    CompactionFailed,
-    CompactionResult,
     MemoryPolicyRefusal,
-    NothingToCompact,
     NothingToTrim,
     Trimmed,
     TrimResult,
 )
 from relavium_reference._model.messages import AgentSessionRecord, Compaction
+from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext
 from relavium_reference._model.tools import TurnPolicy
@@ -109,7 +109,7 @@ __all__ = [
 ]
 
 
-class AgentSession:
+class AgentSession(SessionCompaction):
     """One instance of a session: one agent, one model and its fallback plan."""
 
     _state: SessionState = SessionState.CREATED
@@ -147,6 +147,7 @@ class AgentSession:
         self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
+        self._compaction_task: asyncio.Task[CompactionReport] | None = None
 
     @classmethod
     def resume(
@@ -272,7 +273,7 @@ class AgentSession:
         if outcome.effect is not Effect.CANCEL_WORK:
             return
         self._interrupt = "cancel"
-        for task in (self._turn_task, self._command_task):
+        for task in (self._turn_task, self._command_task, self._compaction_task):
             if task is not None and not task.done():
                 task.cancel()
         if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
@@ -417,22 +418,6 @@ class AgentSession:
             kept_turn_count=plan.kept_slots,
         )
 
-    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
-        """Summarise the older working context (started and idle only).
-
-        The lifecycle refusal comes first, then the memory policy's refusal, before any no-op check,
-        provider planning, event or egress.  This engine does not summarise yet: with nothing older
-        than the latest exchange it answers ``nothing_to_compact``, otherwise ``failed`` with a fixed
-        message, changing nothing.
-        """
-        self._enter(SessionInput.COMPACT)
-        refusal = compaction_refusal(self._memory)
-        if refusal is not None:
-            return refusal
-        if len(self._exchanges) <= 1:
-            return NothingToCompact()
-        return CompactionFailed(message="this engine cannot summarise the conversation yet")
-
     # -- internals -------------------------------------------------------------------------------
 
     def _select_trim(self, max_messages: int) -> TrimPlan:
@@ -448,8 +433,9 @@ class AgentSession:
             name for name in self._agent.tools if registry.get(name) is not None and policy.advertises(name)
         )
 
-    async def _append_boundary(self, kept_slots: int) -> None:
-        """Write the boundary marker that keeps the newest ``kept_slots`` durable slots.
+    async def _append_boundary(self, kept_slots: int, text: str | None = None) -> None:
+        """Write the boundary marker that keeps the newest ``kept_slots`` durable slots (with the summary
+        ``text`` of a compaction; a trim's marker has none).
 
         The boundary is read from the host's own rows (the durable view is the authority on sequence
         numbers): the last row of the newest dropped slot.  A session without a persister writes none.
@@ -462,7 +448,8 @@ class AgentSession:
         through = dropped_through_for_kept(durable, kept_slots)
         if through is None:
             return
-        marker = BoundaryMarker(compaction=Compaction(dropped_through_sequence=through))
+        content = (DurableText(text=text),) if text else ()
+        marker = BoundaryMarker(content=content, compaction=Compaction(dropped_through_sequence=through))
         await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:
