@@ -51,6 +51,7 @@ __all__ = [
     "CASE_ID_PATTERN",
     "KNOWN_CAPABILITIES",
     "AckAnswer",
+    "AdmitAnswer",
     "AnyCase",
     "ApprovalStep",
     "Case",
@@ -62,6 +63,8 @@ __all__ = [
     "ProviderErrorStep",
     "ProviderStep",
     "ToolAnswer",
+    "UsageAnswer",
+    "UsageScript",
     "VectorCase",
     "WireReply",
     "WireStep",
@@ -240,6 +243,41 @@ class PersistAnswer(KitStrict):
     do: DoAction | None = None  # an operation the kit performs before answering (e.g. cancel mid-commit)
 
 
+class AdmitAnswer(KitStrict):
+    """How the kit's cost governor answers one ``host.admit`` (in order; default: admit).
+
+    ``refuse`` names the cap that refuses; ``fail`` answers with an error; ``hold`` never answers (a
+    cancel or abort in ``do`` then races the pending admission)."""
+
+    refuse: Annotated[int, Field(ge=0)] | None = None
+    fail: bool = False
+    hold: bool = False
+    do: DoAction | None = None
+
+
+class UsageAnswer(KitStrict):
+    """How the kit's usage writer answers one ``host.usage`` call of its phase (default: acknowledge).
+
+    For ``resolved``, ``cost_microcents`` and ``priced`` are the attempt's money (default 0, unpriced);
+    for ``open``, ``amount_microcents`` replaces the durable sum the writer answers (a newer sum
+    written elsewhere)."""
+
+    fail: bool = False
+    hold: bool = False
+    do: DoAction | None = None
+    cost_microcents: Annotated[int, Field(ge=0)] | None = None
+    priced: bool | None = None
+    amount_microcents: Annotated[int, Field(ge=0)] | None = None
+
+
+class UsageScript(KitStrict):
+    """The usage writer's answers, one list per phase, each in order."""
+
+    open: tuple[UsageAnswer, ...] = ()
+    pending: tuple[UsageAnswer, ...] = ()
+    resolved: tuple[UsageAnswer, ...] = ()
+
+
 class Setup(KitStrict):
     agent: dict[str, Any] | None = None
     context: dict[str, Any] | None = None
@@ -271,6 +309,8 @@ class CaseExpect(KitStrict):
     costs: tuple[dict[str, Any], ...] | None = None
     record: dict[str, Any] | None = None
     exports: tuple[dict[str, Any], ...] | None = None
+    admissions: tuple[dict[str, Any], ...] | None = None
+    usage: tuple[dict[str, Any], ...] | None = None
 
 
 class Case(KitStrict):
@@ -290,6 +330,8 @@ class Case(KitStrict):
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()
     persist: tuple[PersistAnswer, ...] = ()
+    admissions: tuple[AdmitAnswer, ...] = ()
+    usage: UsageScript = Field(default_factory=UsageScript)
     steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
     expect: CaseExpect = Field(default_factory=CaseExpect)
     source: str | None = None  # the file the case came from (set by the loader)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitShapeError
+from relavium_conformance._reference.accounting import KitAdmission, KitUsageWriter, poke_estimate
 from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
@@ -72,7 +73,7 @@ from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.history_results import BoundaryMarker, CompactionStart
-from relavium_reference._model.invocation import Invocation, ModelInfo
+from relavium_reference._model.invocation import ALWAYS_ADMIT, Invocation, ModelInfo
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     SessionMessage,
@@ -108,6 +109,8 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "memory-policy",
     "trim",
     "overflow",
+    "budget",
+    "usage",
     "compaction",
     "wire",
 )
@@ -398,12 +401,14 @@ class ReferenceImplementation:
             raise InvalidInputError("unknown session handle", location="handle") from None
 
     def _create(self, params: CreateParams) -> dict[str, Any]:
+        deps = self._deps(params)
         session = self._factory(
             agent=parse_strict(AgentSnapshot, params.agent),
             context=parse_strict(SessionContext, params.context),
-            deps=self._deps(params),
+            deps=deps,
             session_id=params.session_id or f"session-{next(self._ids)}",
         )
+        poke_estimate(deps)  # the host changes its value afterwards: a copy must not see it
         self._sessions[params.handle] = session
         return {"sessionId": session.session_id}
 
@@ -417,14 +422,16 @@ class ReferenceImplementation:
             if params.state is not None
             else self._pure.reconstruct_session_state(record, messages)
         )
+        deps = self._deps(params)
         session = self._factory.resume(
             agent=agent,
             context=context,
-            deps=self._deps(params),
+            deps=deps,
             state=state,
             session_id=record.id,
             agent_ref=record.agent_slug,
         )
+        poke_estimate(deps)
         self._sessions[params.handle] = session
         return {"sessionId": session.session_id}
 
@@ -486,6 +493,8 @@ class ReferenceImplementation:
             allowed_command_globs=deps.allowed_command_globs,
             command_output_limit=deps.command_output_limit or DEFAULT_OUTPUT_LIMIT,
             persister=_KitPersister(callback, handle),
+            admission=KitAdmission(callback, handle) if deps.admission else ALWAYS_ADMIT,
+            usage_writer=KitUsageWriter(callback, handle) if deps.usage_writer else None,
         )
 
     def _tool(self, handle: str, spec: ToolSpec) -> FunctionTool:

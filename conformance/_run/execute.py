@@ -35,6 +35,7 @@ from relavium_conformance._corpus.cases import (
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
+from relavium_conformance._run.accounting import AccountingWorld
 from relavium_conformance._run.compaction_world import CompactionWorld, marker_problem
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
@@ -91,6 +92,8 @@ class Observation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     commits: list[dict[str, Any]] = field(default_factory=list)
     costs: list[dict[str, Any]] = field(default_factory=list)
+    admissions: list[dict[str, Any]] = field(default_factory=list)  # host.admit, with its decision
+    usage: list[dict[str, Any]] = field(default_factory=list)  # host.usage calls, in order
     record: dict[str, Any] | None = None
     exports: list[dict[str, Any]] = field(default_factory=list)
     summary_requests: list[dict[str, Any]] = field(default_factory=list)
@@ -113,6 +116,7 @@ class Observation:
             "commits": self.commits,
             "costs": self.costs,
             "exports": self.exports,
+            **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
         }
         if self.summary_requests or self.compaction_starts:  # older snapshots stay as they were
             raw["summary_requests"] = self.summary_requests
@@ -131,8 +135,8 @@ def _substitute(value: Any, workdir: str) -> Any:
     return value
 
 
-class CaseWorld(CompactionWorld):
-    """The provider, tools and host of one case."""
+class CaseWorld(CompactionWorld, AccountingWorld):
+    """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``)."""
 
     def __init__(
         self,
@@ -163,6 +167,7 @@ class CaseWorld(CompactionWorld):
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
         self.init_compaction()
+        self._init_accounting()
 
     # -- the implementation calls the kit -------------------------------------------------------
 
@@ -296,6 +301,7 @@ class CaseWorld(CompactionWorld):
         if params.purpose == "summary":
             return await self.open_summary(params)
         self._opened += 1
+        self.check_egress(params.request)
         opened = {"provider": params.provider, "model": params.model, "request": params.request}
         if params.window is not None:
             opened["window"] = params.window
@@ -362,6 +368,7 @@ class CaseWorld(CompactionWorld):
     async def on_host_emit(self, params: HostEmitParams) -> dict[str, Any]:
         event = params.event
         self.observed.events.append(event)
+        self.check_publication(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
         failing = False

@@ -85,6 +85,12 @@ def _expectations(case: Case, observed: Observation) -> list[Difference]:
         out += match(list(expect.exports), observed.exports, "exports")
     if expect.record is not None:
         out += match(expect.record, observed.record, "record")
+    # what reached the governor and the writer is observed in the kit's own shapes (KD-FIN-2, KD-USE-1)
+    if expect.admissions is not None:
+        found = match(list(expect.admissions), observed.admissions, "admissions")
+        out += resting_on(found, ("KD-FIN-2", "KD-COMP-2"))
+    if expect.usage is not None:
+        out += resting_on(match(list(expect.usage), observed.usage, "usage"), ("KD-USE-1",))
     return out
 
 

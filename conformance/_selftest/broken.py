@@ -20,12 +20,13 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
-from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, RECOVERY_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
@@ -462,6 +463,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
         _SwallowsObserverFailure,
     ),
     *HISTORY_BREAKS,
+    *BUDGET_BREAKS,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
     *STORE_BREAKS,
@@ -471,6 +473,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *WIRE_BREAKS,
     *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
+    *RECOVERY_BREAKS,
     *SESSION_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,

@@ -20,12 +20,13 @@ from relavium_reference._host.turn import (
     TurnProgress,
     TurnSetup,
 )
+from relavium_reference._model.invocation import Invocation, open_stream
 from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk, Usage
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, LlmErrorKind, ProviderId
 from relavium_reference._rules.overflow import TOOLS_RAN_SUFFIX, RecoveryFacts
 
-__all__ = ["OVERFLOW_BREAKS", "RECOVERY_BREAKS"]
+__all__ = ["OVERFLOW_BREAKS", "PRESEND_BREAKS", "RECOVERY_BREAKS"]
 
 ChunkChange = Callable[[StreamChunk], StreamChunk]
 
@@ -38,8 +39,11 @@ class _Rewritten:
         self._change = change
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        chunks = self._inner.stream(request)
-        return self._play(chunks)
+        return self._play(self._inner.stream(request))
+
+    def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        """The invocation's purpose passes through untouched (a summary pass stays one)."""
+        return self._play(open_stream(self._inner, request, invocation))
 
     async def _play(self, chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
         async for chunk in chunks:
@@ -125,7 +129,25 @@ class _BendsRecovery(AgentSession):
 
 
 class _RecoversTwice(_BendsRecovery):
+    """Every overflow gets another compaction and retry; when nothing is left to fold it retries anyway."""
+
     ignored = "recovered"
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+        cycles = [0]
+
+        async def again(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            cycles[0] += 1
+            outcome = await recover(current)
+            if outcome is None and cycles[0] > 1:
+                return Recovered(history=current.history)
+            return outcome
+
+        return replace(setup, recover=again)
 
 
 class _RestartsAfterTools(_BendsRecovery):
@@ -153,6 +175,49 @@ class _RetryUsageReplaces(AgentSession):
             return outcome
 
         return replace(setup, recover=forgetting)
+
+
+class _RetriesWithNothingFolded(AgentSession):
+    """When the recovery folded nothing (or its pass failed), the turn retries the same request anyway."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def anyway(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            return Recovered(history=current.history) if outcome is None else outcome
+
+        return replace(setup, recover=anyway)
+
+
+class _SummariserUsesASlot(AgentSession):
+    """The recovery's summary pass is counted as a turn of the hard cap."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def counted(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            if isinstance(outcome, Recovered):
+                self._turns_used += 1
+            return outcome
+
+        return replace(setup, recover=counted)
+
+
+class _OverflowOtherWording(AgentSession):
+    """The overflow terminal keeps the engine's generic text instead of the KD-OVF-2 wording."""
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.error_code is ErrorCode.CONTEXT_OVERFLOW:
+            end = replace(end, error_message=None)
+        return await super()._settle(end, progress)
 
 
 class _ToolsRanUnsaid(AgentSession):
@@ -190,6 +255,12 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
         _NativeStopDropsUsage,
     ),
     BrokenImplementation(
+        "overflow-other-wording",
+        "the context_overflow terminal carries a generic text, not the KD-OVF-2 wording",
+        ("AS-OVF-004",),
+        _OverflowOtherWording,
+    ),
+    BrokenImplementation(
         "overflow-hides-tools-ran",
         "the context_overflow message does not say that tools already ran",
         ("AS-OVF-003",),
@@ -197,6 +268,16 @@ OVERFLOW_BREAKS: tuple[BrokenImplementation, ...] = (
     ),
 )
 
+
+PRESEND_BREAKS: tuple[BrokenImplementation, ...] = (
+    # registered with the pre-send compaction's cases (a failed or skipped pre-send pass is needed)
+    BrokenImplementation(
+        "overflow-recovers-after-failed-presend",
+        "a turn whose pre-send compaction failed or was skipped still recovers from an overflow",
+        ("AS-OVF-008", "AS-COMP-009"),
+        _RecoversAfterFailedPresend,
+    ),
+)
 
 RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
@@ -212,10 +293,16 @@ RECOVERY_BREAKS: tuple[BrokenImplementation, ...] = (
         _RestartsAfterTools,
     ),
     BrokenImplementation(
-        "overflow-recovers-after-failed-presend",
-        "a turn whose pre-send compaction failed or was skipped still recovers from an overflow",
-        ("AS-OVF-008", "AS-COMP-009"),
-        _RecoversAfterFailedPresend,
+        "overflow-retries-with-nothing-folded",
+        "with nothing to fold, or a failed summary pass, the turn retries the same request anyway",
+        ("AS-OVF-009",),
+        _RetriesWithNothingFolded,
+    ),
+    BrokenImplementation(
+        "overflow-summariser-uses-a-slot",
+        "the recovery's summary pass uses a slot of the hard turn cap",
+        ("AS-OVF-013",),
+        _SummariserUsesASlot,
     ),
     BrokenImplementation(
         "overflow-retry-usage-replaces",

@@ -173,6 +173,10 @@ class DepsSpec(_Msg):
     max_tokens_estimate: Annotated[int, Field(gt=0)] | None = None
     max_messages: Annotated[int, Field(gt=0)] | None = None
     """The deterministic trim an ordinary after-turn compaction failure falls back to."""
+    admission: bool = False
+    """The host has a cost governor: every provider attempt asks ``host.admit`` first (KD-FIN-2)."""
+    usage_writer: bool = False
+    """The persisted host keeps a usage writer: ``host.usage`` (KD-USE-1)."""
     provider_endpoints: tuple[ProviderEndpoint, ...] = ()
     """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 

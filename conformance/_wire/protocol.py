@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
+from relavium_conformance._wire import budget_messages as bm
 from relavium_conformance._wire import messages as m
 from relavium_conformance._wire import store_messages as sm
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
@@ -258,6 +259,27 @@ METHODS: tuple[Method, ...] = (
         "acknowledge the unknown-window disclosure before a compaction's first pass",
     ),
     _cb("host.recordCost", m.HostRecordCostParams, m.Empty, "persistence", "record spend"),
+    _cb(
+        "host.admit",
+        bm.HostAdmitParams,
+        bm.HostAdmitResult,
+        "budget",
+        "ask the cost governor to admit one provider attempt",
+    ),
+    _cb(
+        "host.releaseAdmission",
+        bm.HostReleaseAdmissionParams,
+        m.Empty,
+        "budget",
+        "give back an admission that was never used",
+    ),
+    _cb(
+        "host.usage",
+        bm.HostUsageParams,
+        bm.HostUsageResult,
+        "usage",
+        "the usage writer: open, pending before a call, resolved after",
+    ),
     _cb(
         "host.loadSession",
         m.HostLoadSessionParams,

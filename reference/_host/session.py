@@ -12,11 +12,13 @@ hands over to the host's own task); the kit's adapters do so.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction import CompactionReport
+from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import ReleasesWriter, completed_turn
 from relavium_reference._host.session_compaction import SessionCompaction
 from relavium_reference._host.session_deps import (
@@ -24,7 +26,6 @@ from relavium_reference._host.session_deps import (
     ExportResult,
     SessionDeps,
     TurnResult,
-    exchanges_from_state,
     resolve_max_turns,
     write_whole,
 )
@@ -37,6 +38,7 @@ from relavium_reference._host.turn import (
     error_message,
     run_turn,
 )
+from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
     CommandAllowlist,
     CommandCancelled,
@@ -93,6 +95,7 @@ from relavium_reference._rules.projection import (
 from relavium_reference._rules.resume import (
     SessionResumeState,
     dropped_through_for_kept,
+    exchanges_from_state,
     reconstruct_session_state,
     resume_state_problem,
 )
@@ -130,7 +133,10 @@ class AgentSession(SessionCompaction):
         self._context = context
         self._deps = deps
         self._max_turns = resolve_max_turns(deps.max_turns)
+        self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
+        self._usage = SessionUsage(deps.usage_writer, basis="fresh")
         self.session_id = session_id or deps.new_id()
+        self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
         self._memory = resolve_memory(agent.memory)  # once per instance: fresh, resumed, reseated alike
@@ -174,6 +180,7 @@ class AgentSession(SessionCompaction):
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
+        session._usage = SessionUsage(deps.usage_writer, basis="adopt")  # the existing owner, never zero
         session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 
@@ -242,6 +249,7 @@ class AgentSession(SessionCompaction):
         apply(self._state, SessionInput.START)  # refuse before anything reaches the host
         if self._deps.persister is not None:
             await self._deps.persister.create_session(self._record())
+        await self._usage.open()  # fresh creation alone: the complete-zero basis
         if self._state is not SessionState.CREATED:
             return  # cancelled while the host created the record: cancel is terminal
         self._enter(SessionInput.START)
@@ -296,6 +304,11 @@ class AgentSession(SessionCompaction):
             if self._turns_used >= self._max_turns:
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
+                )
+            if not await self._usage.opened():  # the accounting boundary: a resumed instance adopts here
+                self._latched = True
+                return await self._settle(
+                    TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
                 )
             setup = self._turn_setup(text, policy)
             self._turn_task = asyncio.create_task(run_turn(setup, progress))
@@ -476,8 +489,12 @@ class AgentSession(SessionCompaction):
             latched=lambda: self._latched,
             admission=self._deps.admission,
             models=self._deps.models,
-            max_tokens_estimate=self._deps.max_tokens_estimate,
+            usage=self._usage.writer,
+            max_tokens_estimate=self._max_tokens_estimate,
+            next_request_id=self._request_ids.__next__,
+            latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
+            recover=lambda current: recover_overflow(self, current),
         )
 
     def _record(self) -> AgentSessionRecord:

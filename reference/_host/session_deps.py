@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import TurnPersister
 from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS, ProviderResolver
@@ -26,15 +27,12 @@ from relavium_reference._model.shapes import WireModel
 from relavium_reference._model.tools import ToolRegistry
 from relavium_reference._model.vocabulary import SessionStopReason
 from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
-from relavium_reference._rules.projection import Exchange
-from relavium_reference._rules.resume import SessionResumeState
 
 __all__ = [
     "DEFAULT_SESSION_MAX_TURNS",
     "ExportResult",
     "SessionDeps",
     "TurnResult",
-    "exchanges_from_state",
     "resolve_max_turns",
     "write_whole",
 ]
@@ -69,7 +67,8 @@ class SessionDeps:
     """Asked before every provider attempt and every summary pass (default: admit all)."""
     compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
     after_turn_compaction: bool = True
-    max_tokens_estimate: int | None = None
+    max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
+    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
     max_messages: int | None = None
     """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
     on_compaction_start: CompactionStartHook | None = None
@@ -96,26 +95,6 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
-
-
-def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
-    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
-    starts = {span.start: span for span in state.completed_turn_spans}
-    out: list[Exchange] = []
-    index = 0
-    while index < len(state.messages):
-        span = starts.get(index)
-        if span is not None:
-            user = state.messages[span.start].text
-            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
-            out.append(Exchange(user=user, assistant=reply))
-            index = span.end
-            continue
-        message = state.messages[index]
-        if message.role == "user":
-            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
-        index += 1
-    return out
 
 
 def resolve_max_turns(value: int | None) -> int:

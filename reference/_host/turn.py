@@ -15,7 +15,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.stamper import EventStamper
+from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.events import (
     AgentApprovalRequested,
     AgentReasoning,
@@ -30,7 +32,6 @@ from relavium_reference._model.invocation import (
     UNKNOWN_MODEL,
     Admission,
     AdmissionRefused,
-    AdmissionRequest,
     Invocation,
     ModelInfo,
     open_stream,
@@ -39,6 +40,7 @@ from relavium_reference._model.llm import (
     LlmError,
     LlmMessage,
     LlmProvider,
+    LlmReasoningPart,
     LlmRequest,
     LlmTextPart,
     LlmToolCallPart,
@@ -71,12 +73,11 @@ from relavium_reference._model.vocabulary import (
     StopReason,
     code_for_llm_error,
 )
-from relavium_reference._rules.compaction import output_reservation
+from relavium_reference._rules.budget import strip_reasoning
 from relavium_reference._rules.overflow import RecoveryFacts, may_recover, overflow_message
 from relavium_reference._rules.projection import (
     HistoryMessage,
     ProjectedRequest,
-    estimate_tokens,
     project_request,
 )
 
@@ -146,6 +147,10 @@ class TurnProgress:
     resolved: bool = False
     attempts: int = 0
     round_messages: list[LlmMessage] = field(default_factory=list)
+    rounds_provider: ProviderId | None = None
+    """The provider whose attempt produced this turn's tool rounds (and their reasoning)."""
+    latched: bool = False
+    """A usage write failed after admission: the session latches at once (the session reads this)."""
     presend_suppressed: bool = False  # a pre-send compaction of this turn failed or was skipped
     recoveries: int = 0  # overflow recoveries this turn ran (at most one)
 
@@ -180,6 +185,10 @@ class TurnSetup:
     admission: Admission = ALWAYS_ADMIT
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     max_tokens_estimate: int | None = None
+    """The session's frozen copy, taken at construction (never the caller's live value)."""
+    usage: UsageWriter | None = None
+    next_request_id: Callable[[], str] = lambda: "request"
+    latch: Callable[[], None] = lambda: None
     automatic_compaction: bool = False
     recover: Recovery | None = None
     may_recover: Callable[[RecoveryFacts], bool] = may_recover
@@ -215,10 +224,12 @@ class _PendingCall:
 @dataclass
 class _Round:
     text: str = ""
+    reasoning: list[LlmReasoningPart] = field(default_factory=list)
     calls: list[_PendingCall] = field(default_factory=list)
     stop_reason: StopReason | None = None
     error: LlmError | None = None
     model: str = ""
+    provider: ProviderId | None = None
 
 
 class _Failed(Exception):
@@ -231,8 +242,10 @@ class _Failed(Exception):
         error: LlmError | None = None,
         entry: PlanEntry | None = None,
         streamed: bool = False,
+        message: str | None = None,
     ) -> None:
         self.code = code
+        self.message = message
         self.error = error
         self.entry = entry
         self.streamed = streamed
@@ -247,7 +260,7 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
             result = await _attempt_chain(setup, progress, round_messages)
         except _Failed as failed:
             if failed.code is not ErrorCode.CONTEXT_OVERFLOW:
-                return TurnEnd(SessionStopReason.ERROR, error_code=failed.code)
+                return TurnEnd(SessionStopReason.ERROR, error_code=failed.code, error_message=failed.message)
             recovery = await _recover(setup, progress, failed, tools_dispatched=rounds_done > 0)
             if isinstance(recovery, TurnSetup):
                 setup = recovery  # one fresh attempt with the compacted history
@@ -257,9 +270,12 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
             if rounds_done >= setup.max_tool_turns:
                 return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
             rounds_done += 1
+            progress.rounds_provider = result.provider
             round_messages.extend(await _dispatch_round(setup, progress, result, rounds_done))
             continue
         progress.resolved = True
+        if progress.latched:  # the reply is in, but its accounting failed: a fixed internal terminal
+            return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
         stop = result.stop_reason or StopReason.STOP
         return TurnEnd(SessionStopReason(stop.value), text=result.text)
 
@@ -354,6 +370,71 @@ async def _attempt_chain(
     raise _Failed(last_code or ErrorCode.INTERNAL)
 
 
+async def _admit(
+    setup: TurnSetup, progress: TurnProgress, entry: PlanEntry, round_messages: list[LlmMessage]
+) -> LlmRequest:
+    """Build the attempt's request, ask admission for it, then record the pending usage.
+
+    The estimate is taken on the request as built; reasoning is stripped afterwards, and only for an
+    attempt on another provider than the one that produced this turn's rounds.  A refusal raises
+    ``budget_exceeded`` naming the cap; a failed pending write latches the session and sends nothing.
+    """
+    built = _to_request(_project(setup, round_messages), setup, entry.model)
+    crossing = progress.rounds_provider is not None and progress.rounds_provider is not entry.provider
+    sent = strip_reasoning(built) if crossing else built
+    request_id = setup.next_request_id()
+    asked, decision = await ask_admission(
+        setup.admission,
+        request_id=request_id,
+        purpose="turn",
+        attempt=progress.attempts + 1,
+        round_number=len(round_messages) // 2,
+        provider=entry.provider,
+        built=built,
+        sent=sent,
+        max_tokens_estimate=setup.max_tokens_estimate,
+    )
+    if isinstance(decision, AdmissionRefused):
+        raise _Failed(ErrorCode.BUDGET_EXCEEDED, message=decision.message)
+    if setup.usage is not None:
+        pending = UsagePending(
+            attempt=progress.attempts + 1, purpose="turn", provider=entry.provider, model=entry.model
+        )
+        try:
+            await setup.usage.pending(pending)
+        except Exception:
+            _latch(setup, progress)
+            await release_quietly(setup.admission, asked)
+            raise _Failed(ErrorCode.INTERNAL) from None
+    return sent
+
+
+def _latch(setup: TurnSetup, progress: TurnProgress) -> None:
+    progress.latched = True
+    setup.latch()
+
+
+async def _resolve(
+    setup: TurnSetup, progress: TurnProgress, model: str, attempt: int, usage: Usage | None
+) -> UsageSettled | None:
+    """Resolve the attempt's actual usage through the writer; a failed write latches at once."""
+    if setup.usage is None:
+        return None
+    record = UsageResolved(
+        attempt=attempt,
+        purpose="turn",
+        model=model,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        reported=usage is not None,
+    )
+    try:
+        return await setup.usage.resolved(record)
+    except Exception:
+        _latch(setup, progress)
+        return None
+
+
 async def _one_attempt(
     setup: TurnSetup,
     progress: TurnProgress,
@@ -362,24 +443,14 @@ async def _one_attempt(
     round_messages: list[LlmMessage],
 ) -> _Round:
     model = entry.model
-    projected = _project(setup, round_messages)
-    request = _to_request(projected, setup, model)
-    admission = AdmissionRequest(
-        purpose="turn",
-        provider=entry.provider.value,
-        model=model,
-        input_tokens=estimate_tokens(projected),
-        output_reservation=output_reservation(request.max_tokens, setup.max_tokens_estimate),
-        attempt=progress.attempts + 1,
-    )
-    if isinstance(await setup.admission.admit(admission), AdmissionRefused):
-        raise _Failed(ErrorCode.BUDGET_EXCEEDED)  # nothing egresses (the budget issue refines this)
+    request = await _admit(setup, progress, entry, round_messages)
     window = _window(setup, model)
     progress.engaged = True  # the invocation itself is the evidence of engagement
     progress.model = model
     progress.attempts += 1
     attempt_number = progress.attempts
-    result = _Round(model=model)
+    result = _Round(model=model, provider=entry.provider)
+    reasoning: dict[str, LlmReasoningPart] = {}
     calls: dict[str, _PendingCall] = {}
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
@@ -400,9 +471,16 @@ async def _one_attempt(
             result.text += chunk.text
             await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
         elif isinstance(chunk, ReasoningDelta):
+            part = reasoning.get(chunk.id)
+            if part is not None:
+                part.text += chunk.text
             await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
-        elif isinstance(chunk, ReasoningStart | ReasoningEnd):
-            continue
+        elif isinstance(chunk, ReasoningStart):
+            reasoning[chunk.id] = LlmReasoningPart(text="")
+            result.reasoning.append(reasoning[chunk.id])
+        elif isinstance(chunk, ReasoningEnd):
+            if chunk.id in reasoning:
+                reasoning[chunk.id].signature = chunk.signature
         elif isinstance(chunk, ToolCallStart):
             calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
             result.calls.append(calls[chunk.id])
@@ -416,30 +494,36 @@ async def _one_attempt(
             progress.usage = progress.usage + chunk.usage
             if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-            await _emit_cost(setup, model, chunk.usage, attempt_number)
+            await _account(setup, progress, model, chunk.usage, attempt_number)
             result.stop_reason = chunk.stop_reason
             return result
         elif isinstance(chunk, StreamErrorChunk):
             result.error = chunk.error
             if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
                 progress.usage = progress.usage + chunk.usage
-                await _emit_cost(setup, model, chunk.usage, attempt_number)
+            await _account(setup, progress, model, chunk.usage, attempt_number)
             return result
     result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
     return result
 
 
-async def _emit_cost(setup: TurnSetup, model: str, usage: Usage, attempt_number: int) -> None:
+async def _account(
+    setup: TurnSetup, progress: TurnProgress, model: str, usage: Usage | None, attempt_number: int
+) -> None:
+    """Resolve the attempt through the writer, then publish its cost; only once acknowledged."""
+    settled = await _resolve(setup, progress, model, attempt_number, usage)
+    if usage is None or (setup.usage is not None and settled is None):
+        return
     await setup.stamper.emit(
         CostUpdated,
         node_id=setup.node_id,
         model=model,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
-        cost_microcents=0,
-        cumulative_cost_microcents=0,
+        cost_microcents=settled.cost_microcents if settled else 0,
+        cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
         attempt_number=attempt_number,
-        priced=False,
+        priced=settled.priced if settled else False,
     )
 
 
@@ -457,7 +541,9 @@ async def _dispatch_round(
     setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
 ) -> list[LlmMessage]:
     """Run each tool call of a round in order; return the round's assistant and tool messages."""
-    assistant_parts: list[Any] = [LlmTextPart(text=result.text)] if result.text else []
+    assistant_parts: list[Any] = [part.model_copy() for part in result.reasoning]
+    if result.text:
+        assistant_parts.append(LlmTextPart(text=result.text))
     result_parts: list[Any] = []
     for call in result.calls:
         assistant_parts.append(LlmToolCallPart(id=call.id, name=call.name, args=copy.deepcopy(call.args)))

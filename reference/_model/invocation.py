@@ -106,6 +106,14 @@ class AdmissionRequest:
     output_reservation: int
     attempt: int
     """1-based attempt number within its operation (a turn, or one compaction)."""
+    request_id: str = ""
+    """The identity of this attempt's request, unique within the session (KD-FIN-2)."""
+    round: int = 0
+    """0 for an operation's first request, then one more per tool round."""
+    request: LlmRequest | None = None
+    """Exactly what will be sent when admitted (after any reasoning stripping)."""
+    max_tokens_estimate: int | None = None
+    """The session's frozen ``maxTokensEstimate`` fallback."""
 
 
 @dataclass(frozen=True)

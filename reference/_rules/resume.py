@@ -31,12 +31,14 @@ from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
 from relavium_reference._model.records import is_structural_row, is_terminal_row
 from relavium_reference._model.shapes import WireModel
+from relavium_reference._rules.projection import Exchange
 
 __all__ = [
     "ResumeMessage",
     "SessionResumeState",
     "TurnSpan",
     "dropped_through_for_kept",
+    "exchanges_from_state",
     "reconstruct_session_state",
     "resume_state_problem",
 ]
@@ -208,3 +210,23 @@ def resume_state_problem(state: SessionResumeState) -> str | None:
             return _PROBLEMS["shape"]
         previous_end = span.end
     return None
+
+
+def exchanges_from_state(state: SessionResumeState) -> list[Exchange]:
+    """The working transcript of a resume state: one exchange per span, one legacy slot per loose user."""
+    starts = {span.start: span for span in state.completed_turn_spans}
+    out: list[Exchange] = []
+    index = 0
+    while index < len(state.messages):
+        span = starts.get(index)
+        if span is not None:
+            user = state.messages[span.start].text
+            reply = state.messages[span.start + 1].text if span.end - span.start == 2 else ""
+            out.append(Exchange(user=user, assistant=reply))
+            index = span.end
+            continue
+        message = state.messages[index]
+        if message.role == "user":
+            out.append(Exchange(user=message.text, assistant=None))  # legacy: kept, no terminal
+        index += 1
+    return out

@@ -1,11 +1,14 @@
-"""The turn's one-shot overflow recovery, through a stand-in compaction (the turn's ``recover`` seam).
+"""The turn's one-shot overflow recovery.
 
-Each test gives the session a recovery that records its calls and answers as told, and a window for
-the model, then checks what the turn did: how many provider invocations, the terminal, the usage.
+Most tests give the session a stand-in recovery (the turn's ``recover`` port) that records its calls and
+answers as told, and a window for the model, then check what the turn did: how many provider
+invocations, the terminal, the usage.  The last ones run the engine's own recovery compaction
+(``_host/overflow_recovery.py``) under a refusing admission and under an abort.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -21,6 +24,7 @@ from relavium_reference import (
     SessionDeps,
     SessionEvent,
 )
+from relavium_reference._host.overflow_recovery import RECOVERY_SUMMARY_SYSTEM
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.shapes import MemoryNone
@@ -261,3 +265,118 @@ def test_a_raised_overflow_is_not_a_classified_one() -> None:
     result = _send(h)
     assert result.error.code is ErrorCode.INTERNAL
     assert h.session.recoveries == []
+
+
+class _RefuseSummaries:
+    """An admission that refuses every summary pass (a budget that cannot afford the compaction)."""
+
+    def __init__(self) -> None:
+        self.asked: list[Any] = []
+
+    async def admit(self, request: Any) -> Any:
+        from relavium_reference._model.invocation import AdmissionRefused, Admitted
+
+        self.asked.append(request)
+        if request.purpose == "summary":
+            return AdmissionRefused(message="the cost cap of 500 microcents refuses the summary")
+        return Admitted()
+
+    async def release(self, request: Any) -> None:
+        return None
+
+
+@pytest.mark.clauses("AS-OVF-010")
+def test_the_real_recovery_refused_by_the_budget_settles_budget_exceeded() -> None:
+    admission = _RefuseSummaries()
+    provider = ScriptedProvider({"calls": [text_call("one"), text_call("two"), overflow_call()]})
+
+    async def sink(event: SessionEvent) -> None:
+        events.append(event)
+
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    events: list[SessionEvent] = []
+    session = AgentSession(
+        agent=AGENT,
+        context=SessionContext(working_dir="."),
+        deps=SessionDeps(
+            resolve_provider=lambda _p, _m: provider,
+            emit=sink,
+            tools=default_tools(),
+            sleep=no_sleep,
+            models={"model-a": ModelInfo(context_window=WINDOW)},
+            admission=admission,
+        ),
+    )
+
+    async def scenario() -> Any:
+        await session.start()
+        await session.send_message("first")
+        await session.send_message("second")
+        return await session.send_message("third")
+
+    result = run(scenario())
+    assert result.error.code is ErrorCode.BUDGET_EXCEEDED
+    assert result.error.message == "the cost cap of 500 microcents refuses the summary"
+    assert [r.purpose for r in admission.asked][-1] == "summary"
+    assert len(provider.requests) == 3  # the refused pass never egressed, and no retry followed
+    assert not [e for e in events if e.type.startswith("session:compact")]  # no moment opened
+    assert len(session.exchanges) == 2  # nothing installed
+
+
+class _HoldsTheSummary:
+    """Answers the turns from a script and holds the summary pass until the test aborts the turn."""
+
+    def __init__(self, calls: Sequence[dict[str, Any]]) -> None:
+        self._script = ScriptedProvider({"calls": list(calls)})
+        self.holding = asyncio.Event()
+
+    def stream(self, request: Any) -> Any:
+        if request.system == RECOVERY_SUMMARY_SYSTEM:
+            return self._hold()
+        return self._script.stream(request)
+
+    async def _hold(self) -> Any:
+        self.holding.set()
+        await asyncio.Event().wait()
+        yield  # pragma: no cover - never reached
+
+
+@pytest.mark.clauses("AS-OVF-006")
+def test_an_abort_during_the_recovery_pass_closes_its_moment_once() -> None:
+    provider = _HoldsTheSummary([text_call("one"), text_call("two"), overflow_call()])
+    events: list[SessionEvent] = []
+
+    async def sink(event: SessionEvent) -> None:
+        events.append(event)
+
+    async def no_sleep(_seconds: float) -> None:
+        return None
+
+    session = AgentSession(
+        agent=AGENT,
+        context=SessionContext(working_dir="."),
+        deps=SessionDeps(
+            resolve_provider=lambda _p, _m: provider,
+            emit=sink,
+            tools=default_tools(),
+            sleep=no_sleep,
+            models={"model-a": ModelInfo(context_window=WINDOW)},
+        ),
+    )
+
+    async def scenario() -> Any:
+        await session.start()
+        await session.send_message("first")
+        await session.send_message("second")
+        turn = asyncio.ensure_future(session.send_message("third"))
+        await provider.holding.wait()
+        session.abort()
+        return await turn
+
+    result = run(scenario())
+    assert result.status == "aborted"
+    moments = [e.type for e in events if e.type.startswith("session:compact")]
+    assert moments == ["session:compacting", "session:compaction_failed"]
+    assert len(session.exchanges) == 2  # nothing installed

@@ -1,0 +1,45 @@
+"""The session's side of the usage writer (KD-USE-1): which basis it opens, and when.
+
+A persisted host attaches a writer whether or not it has a cost governor.  A freshly created session opens
+the writer with a complete-zero basis when it starts; a resumed or reseated instance never does: it adopts
+the existing owner (``adopt``) at its first accounting boundary, the next turn, and from then on the money
+it publishes is the writer's durable answer, so the counters the instance was constructed with (the resume
+state's cumulative cost) can never overwrite a newer durable sum.
+"""
+
+from __future__ import annotations
+
+from relavium_reference._host.admission import UsageWriter
+from relavium_reference._model.budget import UsageBasis, UsageTotals
+
+__all__ = ["SessionUsage"]
+
+
+class SessionUsage:
+    """One instance's use of the host's writer; inert when the host has none."""
+
+    def __init__(self, writer: UsageWriter | None, *, basis: UsageBasis) -> None:
+        self.writer = writer
+        self._basis: UsageBasis = basis
+        self._opened = False
+        self.totals: UsageTotals | None = None
+        """The writer's latest durable view (amount, missing prices and coverage, together)."""
+
+    @property
+    def basis(self) -> UsageBasis:
+        return self._basis
+
+    async def open(self) -> None:
+        """Open the writer once per instance (no-op without a writer or once opened); raises its failure."""
+        if self.writer is None or self._opened:
+            return
+        self.totals = await self.writer.open(self._basis)
+        self._opened = True
+
+    async def opened(self) -> bool:
+        """:meth:`open`, reporting a failed write as ``False`` (the session then latches)."""
+        try:
+            await self.open()
+        except Exception:
+            return False
+        return True
