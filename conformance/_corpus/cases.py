@@ -334,6 +334,7 @@ class Case(KitStrict):
     usage: UsageScript = Field(default_factory=UsageScript)
     steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
     expect: CaseExpect = Field(default_factory=CaseExpect)
+    wire_twin: bool = False  # the corpus also runs it over loopback HTTP as <id>-over-http (_corpus/twins.py)
     source: str | None = None  # the file the case came from (set by the loader)
 
     @model_validator(mode="after")
@@ -390,7 +391,10 @@ def load_transcripts_from(root: Path) -> tuple[Case, ...]:
     paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
     if not paths:
         raise KitUsageError(f"no golden transcripts found under {root}")
+    from relavium_conformance._corpus.twins import wire_twin  # it builds on this module's Case
+
     cases = tuple(load_case(p, root=root) for p in paths)
+    cases += tuple(wire_twin(case) for case in cases if case.wire_twin)
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:

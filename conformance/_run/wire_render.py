@@ -10,6 +10,9 @@ A classified error chunk becomes that dialect's error: as the first step of an i
 and the vendor's JSON envelope; later, an error frame inside the 200 stream, after which the stream ends
 (Anthropic sends no ``message_stop`` then).  The payload chosen for each kind is KD-WIRE-2; the overflows
 are the official recorded ones (KD-OVF-1).  Kind ``transport`` is a connection dropped before any reply.
+An Anthropic error chunk with code ``model_context_window_exceeded`` is the vendor's native context stop: a
+200 stream ending with that stop reason and the chunk's usage.  A ``{provider_error: name}`` step is the
+recorded payload itself: its status and body, or (status null) its frame inside a 200 stream.
 Wire-only steps give a recorded reply verbatim (``wire: {status, body}``, for look-alikes) or drop the
 connection mid-stream (``wire: disconnect``).
 """
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from relavium_conformance._corpus.cases import DoStep, HoldStep, WireReply, WireStep
+from relavium_conformance._corpus.cases import DoStep, HoldStep, ProviderErrorStep, WireReply, WireStep
+from relavium_conformance._corpus.provider_errors import RecordedProviderError, provider_error
 from relavium_conformance._errors import KitUsageError
 
 __all__ = ["DIALECT_PATHS", "ERROR_PAYLOADS", "Reply", "render"]
@@ -32,6 +36,8 @@ DIALECT_PATHS: dict[str, str] = {
     "deepseek": "/chat/completions",
 }
 """The request path of each dialect under its base URL's host (OpenAI's base URL carries ``/v1``)."""
+
+NATIVE_STOP = "model_context_window_exceeded"
 
 _ANTHROPIC_ERRORS: dict[str, tuple[int, str, str]] = {
     "rate_limit": (
@@ -127,15 +133,31 @@ class Reply:
 
 def _usage(steps: Sequence[Any]) -> tuple[int, int]:
     for step in steps:
-        if isinstance(step, dict) and step.get("type") == "stop":
-            usage = step.get("usage") or {}
+        if isinstance(step, dict) and step.get("type") in ("stop", "error") and step.get("usage"):
+            usage = step["usage"]
             return int(usage.get("inputTokens", 0)), int(usage.get("outputTokens", 0))
     return 0, 0
+
+
+def _is_native_stop(dialect: str, step: Any) -> bool:
+    """Anthropic's native context-window stop: a 200 reply that ends with that stop reason (KD-OVF-3)."""
+    if dialect != "anthropic" or not isinstance(step, dict) or step.get("type") != "error":
+        return False
+    return (step.get("error") or {}).get("code") == NATIVE_STOP
+
+
+def _recorded(step: Any) -> RecordedProviderError | None:
+    return provider_error(step.provider_error) if isinstance(step, ProviderErrorStep) else None
 
 
 def _first_reply(dialect: str, step: Any) -> Reply | None:
     if isinstance(step, WireStep) and isinstance(step.wire, WireReply):
         return Reply(status=step.wire.status, body=json.dumps(step.wire.body).encode())
+    recorded = _recorded(step)
+    if recorded is not None and recorded.status is not None:  # a recorded reply, served as recorded
+        return Reply(status=recorded.status, body=json.dumps(recorded.body).encode())
+    if _is_native_stop(dialect, step):
+        return None
     if isinstance(step, dict) and step.get("type") == "error":
         kind = str((step.get("error") or {}).get("kind"))
         if kind == "transport":
@@ -164,7 +186,14 @@ def render(dialect: str, steps: Sequence[Any], model: str) -> Reply:
                 raise KitUsageError("a written-out reply must be the first step of its invocation")
             reply.disconnect = True
             return reply
+        recorded = _recorded(step)
+        if recorded is not None:  # a recorded stream error frame (its status is null)
+            reply.frames.append(writer.error(recorded.body))
+            return reply
         kind = step.get("type")
+        if _is_native_stop(dialect, step):
+            reply.frames.extend(writer.chunk({"type": "stop", "stopReason": NATIVE_STOP}))
+            return reply
         if kind == "error":
             _, body = _error_body(dialect, str((step.get("error") or {}).get("kind")))
             reply.frames.append(writer.error(body))
@@ -260,7 +289,8 @@ class _Anthropic:
         elif kind == "tool_call_end":
             frames += self._close()
         elif kind == "stop":
-            reason = _ANTHROPIC_STOPS.get(str(step.get("stopReason")), "end_turn")
+            stop = str(step.get("stopReason"))
+            reason = NATIVE_STOP if stop == NATIVE_STOP else _ANTHROPIC_STOPS.get(stop, "end_turn")
             delta = {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None}}
             frames += self._close()
             frames.append(_sse("message_delta", {**delta, "usage": {"output_tokens": self._output}}))

@@ -470,7 +470,6 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *EVENT_BREAKS,
     *PURE_BREAKS,
     *WIRE_BREAKS,
-    *WIRE_BREAKS,
     *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
     *RECOVERY_BREAKS,

@@ -6,11 +6,12 @@ Each is caught by the ``wire/*`` cases citing its clauses, played by the kit's l
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import BrokenImplementation
-from relavium_reference._host.http_provider import HttpProvider
+from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
 from relavium_reference._model.llm import LlmError, StopChunk, StreamChunk
 from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
 from relavium_reference._rules.sse import SseDecoder, SseEvent
@@ -48,6 +49,13 @@ class _EndIsSuccess(HttpProvider):
         return [StopChunk(stop_reason=StopReason.STOP)]
 
 
+class _TrustsEveryEndpoint(HttpProvider):
+    """Takes every endpoint for the vendor's own: a custom host's overflow is never downgraded."""
+
+    def __init__(self, endpoint: HttpEndpoint, client: Any = None) -> None:
+        super().__init__(replace(endpoint, official=True), client)
+
+
 def _with(provider: type[HttpProvider]) -> type[ReferenceImplementation]:
     return type(f"Reference{provider.__name__}", (ReferenceImplementation,), {"http_provider": provider})
 
@@ -64,6 +72,12 @@ HTTP_BREAKS: tuple[BrokenImplementation, ...] = (
         "the HTTP client classifies any error mentioning tokens (a 429 among them) as a context overflow",
         ("AS-OVF-002",),
         implementation=_with(_TokensMeanOverflow),
+    ),
+    BrokenImplementation(
+        "http-trusts-custom-endpoints",
+        "the HTTP client ignores the endpoint's custom flag: a custom host's overflow counts as official",
+        ("AS-OVF-016",),
+        implementation=_with(_TrustsEveryEndpoint),
     ),
     BrokenImplementation(
         "http-end-of-body-is-success",

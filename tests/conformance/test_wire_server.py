@@ -308,3 +308,33 @@ def _expected(dialect: str, script: list[dict[str, Any]]) -> list[dict[str, Any]
 def test_any_script_survives_rendering_and_reading_back(dialect: str, script: list[dict[str, Any]]) -> None:
     reply = render(dialect, script, "m")
     assert _read(dialect, b"".join(reply.frames)) == _expected(dialect, script)
+
+
+def test_a_recorded_failure_is_served_as_recorded() -> None:
+    from relavium_conformance._corpus.cases import ProviderErrorStep
+    from relavium_conformance._corpus.provider_errors import provider_error
+
+    step = ProviderErrorStep(provider_error="anthropic-prompt-too-long")
+    reply = render("anthropic", [step], "m")
+    recorded = provider_error("anthropic-prompt-too-long")
+    assert (reply.status, json.loads(reply.body)) == (recorded.status, recorded.body)
+    frame = ProviderErrorStep(provider_error="openai-server-error-mid-stream")  # status null: a frame
+    chunks = _read("openai", b"".join(render("openai", [frame], "m").frames))
+    assert chunks[-1]["error"]["kind"] == "overloaded"
+
+
+def test_the_native_context_stop_is_a_200_stream_with_its_usage() -> None:
+    script = [
+        {"type": "text_delta", "text": "so far"},
+        {
+            "type": "error",
+            "error": {"kind": "context_overflow", "code": "model_context_window_exceeded"},
+            "usage": {"inputTokens": 1800, "outputTokens": 200},
+        },
+    ]
+    reply = render("anthropic", script, "m")
+    assert reply.status == 200
+    chunks = _read("anthropic", b"".join(reply.frames))
+    assert chunks[0] == {"type": "text_delta", "text": "so far"}
+    assert chunks[1]["error"]["code"] == "model_context_window_exceeded"
+    assert chunks[1]["usage"] == {"inputTokens": 1800, "outputTokens": 200}
