@@ -113,6 +113,7 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "overflow",
     "budget",
     "usage",
+    "compaction",
     "wire",
 )
 

@@ -22,6 +22,7 @@ from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
+from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
@@ -465,6 +466,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *HISTORY_BREAKS,
     *BUDGET_BREAKS,
     *MEMORY_BREAKS,
+    *COMPACTION_BREAKS,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,

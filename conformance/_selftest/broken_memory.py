@@ -136,7 +136,7 @@ class _MarkerWithoutBoundary(BaseModel):
 class _MarkerMissesTheBoundary(AgentSession):
     """Appends a system row with no ``compaction.droppedThroughSequence``."""
 
-    async def _append_boundary(self, kept_slots: int) -> None:
+    async def _append_boundary(self, kept_slots: int, text: str | None = None) -> None:
         persister = self._deps.persister
         if persister is not None:
             await persister.append_marker(self.session_id, _MarkerWithoutBoundary())  # type: ignore[arg-type]

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Literal
 
-from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.commands import run_command
+from relavium_reference._host.compaction import CompactionReport
 from relavium_reference._host.overflow_recovery import recover_overflow
-from relavium_reference._host.persister import PersistError, ReleasesWriter, TurnPersister, completed_turn
-from relavium_reference._host.stamper import Clock, EventStamper, SystemClock, format_timestamp
-from relavium_reference._host.store_files import write_whole
+from relavium_reference._host.persister import PersistError, ReleasesWriter, completed_turn
+from relavium_reference._host.session_compaction import SessionCompaction
+from relavium_reference._host.session_deps import (
+    DEFAULT_SESSION_MAX_TURNS,
+    ExportResult,
+    SessionDeps,
+    TurnResult,
+    resolve_max_turns,
+    write_whole,
+)
+from relavium_reference._host.stamper import EventStamper, format_timestamp
 from relavium_reference._host.turn import (
-    DEFAULT_MAX_TOOL_TURNS,
-    ProviderResolver,
     TurnEnd,
     TurnProgress,
     TurnSetup,
@@ -36,7 +40,6 @@ from relavium_reference._host.turn import (
 )
 from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
-    DEFAULT_OUTPUT_LIMIT,
     CommandAllowlist,
     CommandCancelled,
     CommandDenied,
@@ -45,7 +48,6 @@ from relavium_reference._model.commands import (
 )
 from relavium_reference._model.errors import InvalidInputError, SessionStateCode, SessionStateError
 from relavium_reference._model.events import (
-    EventSink,
     SessionCancelled,
     SessionExported,
     SessionStarted,
@@ -57,20 +59,16 @@ from relavium_reference._model.events import (
 )
 from relavium_reference._model.history_results import (
     BoundaryMarker,
-    CompactionFailed,
-    CompactionResult,
-    CompactionStartHook,
     MemoryPolicyRefusal,
-    NothingToCompact,
     NothingToTrim,
     Trimmed,
     TrimResult,
 )
-from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
 from relavium_reference._model.messages import AgentSessionRecord, Compaction
+from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CostEntry
-from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext, WireModel
-from relavium_reference._model.tools import ToolRegistry, TurnPolicy
+from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext
+from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import (
     RETRYABLE_ERROR_CODES,
     TERMINAL_FINISH_REASONS,
@@ -78,7 +76,6 @@ from relavium_reference._model.vocabulary import (
     SessionStopReason,
 )
 from relavium_reference._model.workflow import document_to_data
-from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
 from relavium_reference._rules.memory import (
@@ -114,69 +111,8 @@ __all__ = [
     "exchanges_from_state",
 ]
 
-DEFAULT_SESSION_MAX_TURNS = 50
 
-
-def _new_id() -> str:
-    return str(uuid.uuid4())
-
-
-@dataclass(frozen=True)
-class SessionDeps:
-    """Everything a session needs from its host. Copied at construction."""
-
-    resolve_provider: ProviderResolver
-    emit: EventSink
-    tools: ToolRegistry = field(default_factory=ToolRegistry)
-    clock: Clock = field(default_factory=SystemClock)
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    max_turns: int | None = None
-    max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS
-    allowed_commands: tuple[str, ...] = ()
-    allowed_command_globs: tuple[str, ...] = ()
-    command_output_limit: int = DEFAULT_OUTPUT_LIMIT
-    new_id: Callable[[], str] = _new_id
-    persister: TurnPersister | None = None
-    # -- compaction and admission (the seams of measured compaction and of the budget) --
-    models: Mapping[str, ModelInfo] = field(default_factory=dict)
-    """Model metadata by model name; a model not listed has an unknown window."""
-    admission: Admission = ALWAYS_ADMIT
-    """Asked before every provider attempt and every summary pass (default: admit all)."""
-    compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
-    after_turn_compaction: bool = True
-    max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
-    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
-    max_messages: int | None = None
-    """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
-    on_compaction_start: CompactionStartHook | None = None
-    """The unknown-window acknowledgement (KD-COMP-4); without it such a manual compaction fails."""
-
-
-class ExportResult(WireModel):
-    workflow_id: str
-    workflow_path: str
-
-
-class TurnResult(WireModel):
-    """What ``send_message`` returns (KD-LIFE-2)."""
-
-    status: Literal["completed", "aborted", "failed", "cancelled"]
-    stop_reason: SessionStopReason | None = None
-    text: str | None = None
-    tokens_used: TokensUsed
-    error: TurnError | None = None
-
-
-def resolve_max_turns(value: int | None) -> int:
-    """0 or absent means the default cap; a negative cap is refused."""
-    if value is None or value == 0:
-        return DEFAULT_SESSION_MAX_TURNS
-    if value < 0:
-        raise InvalidInputError("maxTurns must not be negative", location="maxTurns")
-    return value
-
-
-class AgentSession:
+class AgentSession(SessionCompaction):
     """One instance of a session: one agent, one model and its fallback plan."""
 
     _state: SessionState = SessionState.CREATED
@@ -218,6 +154,7 @@ class AgentSession:
         self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
+        self._compaction_task: asyncio.Task[CompactionReport] | None = None
 
     @classmethod
     def resume(
@@ -345,7 +282,7 @@ class AgentSession:
         if outcome.effect is not Effect.CANCEL_WORK:
             return
         self._interrupt = "cancel"
-        for task in (self._turn_task, self._command_task):
+        for task in (self._turn_task, self._command_task, self._compaction_task):
             if task is not None and not task.done():
                 task.cancel()
         if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
@@ -498,22 +435,6 @@ class AgentSession:
             kept_turn_count=plan.kept_slots,
         )
 
-    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
-        """Summarise the older working context (started and idle only).
-
-        The lifecycle refusal comes first, then the memory policy's refusal, before any no-op check,
-        provider planning, event or egress.  This engine does not summarise yet: with nothing older
-        than the latest exchange it answers ``nothing_to_compact``, otherwise ``failed`` with a fixed
-        message, changing nothing.
-        """
-        self._enter(SessionInput.COMPACT)
-        refusal = compaction_refusal(self._memory)
-        if refusal is not None:
-            return refusal
-        if len(self._exchanges) <= 1:
-            return NothingToCompact()
-        return CompactionFailed(message="this engine cannot summarise the conversation yet")
-
     # -- internals -------------------------------------------------------------------------------
 
     def _select_trim(self, max_messages: int) -> TrimPlan:
@@ -529,8 +450,9 @@ class AgentSession:
             name for name in self._agent.tools if registry.get(name) is not None and policy.advertises(name)
         )
 
-    async def _append_boundary(self, kept_slots: int) -> None:
-        """Write the boundary marker that keeps the newest ``kept_slots`` durable slots.
+    async def _append_boundary(self, kept_slots: int, text: str | None = None) -> None:
+        """Write the boundary marker that keeps the newest ``kept_slots`` durable slots (with the summary
+        ``text`` of a compaction; a trim's marker has none).
 
         The boundary is read from the host's own rows (the durable view is the authority on sequence
         numbers): the last row of the newest dropped slot.  A session without a persister writes none.
@@ -543,7 +465,8 @@ class AgentSession:
         through = dropped_through_for_kept(durable, kept_slots)
         if through is None:
             return
-        marker = BoundaryMarker(compaction=Compaction(dropped_through_sequence=through))
+        content = (DurableText(text=text),) if text else ()
+        marker = BoundaryMarker(content=content, compaction=Compaction(dropped_through_sequence=through))
         await persister.append_marker(self.session_id, marker)
 
     def _enter(self, event: SessionInput) -> Outcome:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from relavium_reference._rules.store_rows import StoreError
 
-__all__ = ["WriterLeases", "prepare_file", "write_whole"]
+__all__ = ["WriterLeases", "prepare_file"]
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
@@ -115,10 +115,3 @@ class WriterLeases:
             held, self._held = self._held, {}
             for descriptor in held.values():
                 os.close(descriptor)
-
-
-def write_whole(path: str, text: str) -> None:
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, target)

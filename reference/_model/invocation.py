@@ -29,6 +29,7 @@ __all__ = [
     "AdmissionRequest",
     "Admitted",
     "AlwaysAdmit",
+    "EstimatingProvider",
     "Invocation",
     "InvocationAwareProvider",
     "InvocationPurpose",
@@ -84,6 +85,13 @@ def open_stream(
     if isinstance(provider, InvocationAwareProvider):
         return provider.stream_invocation(request, invocation)
     return provider.stream(request)
+
+
+@runtime_checkable
+class EstimatingProvider(Protocol):
+    """A provider with its own token estimator (used for the prospective history of a compaction)."""
+
+    async def estimate_tokens(self, request: LlmRequest) -> int: ...
 
 
 @dataclass(frozen=True)

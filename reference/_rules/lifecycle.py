@@ -109,7 +109,7 @@ TRANSITIONS: dict[tuple[SessionState, SessionInput], Outcome] = {
     (S.IDLE, In.COMMAND_SETTLED): _refuse(S.IDLE, _NA),
     (S.IDLE, In.EXPORT): _go(S.IDLE),
     (S.IDLE, In.TRIM): _go(S.HISTORY),
-    (S.IDLE, In.COMPACT): _go(S.IDLE),  # settles without awaiting (no summariser yet)
+    (S.IDLE, In.COMPACT): _go(S.HISTORY),
     (S.IDLE, In.HISTORY_SETTLED): _refuse(S.IDLE, _NA),
     # streaming: a turn is in flight
     (S.STREAMING, In.START): _refuse(S.STREAMING, _AS),

@@ -120,21 +120,23 @@ def project_request(
     *,
     system: str,
     history: Sequence[HistoryMessage],
-    pending_user: str,
+    pending_user: str | None,
     rounds: Sequence[LlmMessage] = (),
     tools: Sequence[ToolDef] | None = None,
 ) -> ProjectedRequest:
     """The one projection: history, the pending user, this turn's tool rounds, folded last.
 
     ``history`` comes from :func:`project_history`.  ``rounds`` are deep-copied so that nothing a
-    provider does to the request can reach the turn's own record.
+    provider does to the request can reach the turn's own record.  ``pending_user`` is ``None`` only to
+    measure the history alone (a compaction's before and after).
     """
     # Built as plain data, folded on the way, then validated once into new models: the texts are
     # already checked, and one validation pass is far cheaper than a model per message and per fold.
     data: list[dict[str, Any]] = []
     role: str | None = None
     content: list[dict[str, Any]] = []
-    for item in (*history, HistoryMessage("user", pending_user)):
+    pending = () if pending_user is None else (HistoryMessage("user", pending_user),)
+    for item in (*history, *pending):
         if item.role == role:
             content.append({"type": "text", "text": item.text})
         else:

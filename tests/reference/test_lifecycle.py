@@ -47,7 +47,7 @@ EXPECTED: dict[SessionState, dict[SessionInput, SessionStateCode | SessionState]
         In.RUN_USER_COMMAND: S.COMMAND,
         In.EXPORT: S.IDLE,
         In.TRIM: S.HISTORY,
-        In.COMPACT: S.IDLE,
+        In.COMPACT: S.HISTORY,
     },
     S.STREAMING: {
         In.START: SessionStateCode.ALREADY_STARTED,
@@ -225,8 +225,17 @@ async def _invoke(session: object, event: SessionInput) -> None:
         assert isinstance(persister, _HeldPersister)
         persister.armed = True
         await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.trim_history(1))), 0.05)
-    elif event is In.COMPACT:
-        await session.compact()
+    elif event is In.COMPACT:  # two slots, unknown windows: the acknowledgement holds it in flight
+        from dataclasses import replace
+
+        from relavium_reference._rules.projection import Exchange
+
+        async def hold(_start: object) -> None:
+            await asyncio.Event().wait()
+
+        session._exchanges = [Exchange("q1", "a1"), Exchange("q2", "a2")]
+        session._deps = replace(session._deps, on_compaction_start=hold)
+        await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.compact())), 0.05)
     elif event is In.RUN_USER_COMMAND:
         await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(session.run_user_command("true"))), 0.05)
 
