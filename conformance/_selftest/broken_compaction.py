@@ -13,8 +13,9 @@ from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction import CompactionJob, CompactionReport
 from relavium_reference._host.turn import TurnSetup
-from relavium_reference._model.events import CompactionReason, SessionCompacted
-from relavium_reference._model.history_results import CompactionFailed
+from relavium_reference._model.events import CompactionReason, SessionCompacted, SessionCompacting
+from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionFailed
+from relavium_reference._model.invocation import Admission, AdmissionRefused, AdmissionRequest, Admitted
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._rules.projection import project_history, summary_messages
 
@@ -64,6 +65,44 @@ class _DropsKeptTurnCount(AgentSession):
         return job
 
 
+class _RefusalHidesTheCap(AgentSession):
+    """A budget-refused compaction answers with a generic message instead of the cap's safe one."""
+
+    async def run_compaction(
+        self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
+    ) -> CompactionReport:
+        report = await super().run_compaction(reason, pending_user=pending_user, manual=manual)
+        if isinstance(report.result, CompactionBudgetRefused):
+            return replace(report, result=report.result.model_copy(update={"message": "refused"}))
+        return report
+
+
+class _MomentBeforeAdmission(AgentSession):
+    """Opens the compaction moment before its first admission, so a refusal there leaves it open."""
+
+    def _compaction_job(
+        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+    ) -> CompactionJob:
+        job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
+        inner, stamper = job.admission, job.stamper
+
+        class _Early:
+            opened = False
+
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                if request.purpose == "summary" and not self.opened:
+                    self.opened = True
+                    await stamper.emit(SessionCompacting, reason=job.reason)
+                return await inner.admit(request)
+
+            async def release(self, request: AdmissionRequest) -> None:
+                await inner.release(request)
+
+        early: Admission = _Early()
+        job.admission = early
+        return job
+
+
 COMPACTION_BREAKS: tuple[BrokenImplementation, ...] = (
     BrokenImplementation(
         "compacted-summary-in-system",
@@ -82,5 +121,17 @@ COMPACTION_BREAKS: tuple[BrokenImplementation, ...] = (
         "session:compacted leaves out keptTurnCount",
         ("AS-MSG-030",),
         _DropsKeptTurnCount,
+    ),
+    BrokenImplementation(
+        "compaction-refusal-hides-the-cap",
+        "a budget-refused manual compaction answers a generic message instead of the cap's safe message",
+        ("AS-COMP-041",),
+        _RefusalHidesTheCap,
+    ),
+    BrokenImplementation(
+        "compaction-moment-before-admission",
+        "the compaction moment opens before the first admission, so a refusal there still opened it",
+        ("AS-COMP-037",),
+        _MomentBeforeAdmission,
     ),
 )

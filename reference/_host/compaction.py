@@ -131,6 +131,10 @@ class CompactionJob:
     """Install: drop the oldest ``folded_slots`` slots and set the running summary."""
     cancelled: Callable[[], bool]
     record_cost: Callable[[CostEntry], Awaitable[None]]
+    next_request_id: Callable[[], str] = lambda: "request"
+    """The session's request identities (KD-FIN-2): a pass attempt is a request like a turn's."""
+    max_tokens_estimate: int | None = None
+    """The session's frozen ``maxTokensEstimate`` fallback, handed to admission as a turn hands it."""
     max_passes: int = MAX_PASSES
     spent: dict[str, Usage] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
@@ -238,6 +242,9 @@ async def _one_pass(
                 input_tokens=request_tokens(request),
                 output_reservation=SUMMARY_MAX_TOKENS,
                 attempt=attempt + 1,
+                request_id=job.next_request_id(),
+                request=request,
+                max_tokens_estimate=job.max_tokens_estimate,
             )
             decision = await job.admission.admit(ask)
             if isinstance(decision, AdmissionRefused):

@@ -11,6 +11,7 @@ runner from within the turn they belong to (they share its interruption).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Literal
 
 from relavium_reference._host.compaction import CompactionJob, CompactionReport, run_compaction
@@ -45,6 +46,8 @@ class SessionCompaction:
     _preamble: str | None
     _interrupt: Literal["abort", "cancel"] | None
     _compaction_task: asyncio.Task[CompactionReport] | None
+    _request_ids: Iterator[str]
+    _max_tokens_estimate: int | None
     session_id: str
     agent_ref: str
 
@@ -139,4 +142,6 @@ class SessionCompaction:
             install=install,
             cancelled=cancelled,
             record_cost=record_cost,
+            next_request_id=self._request_ids.__next__,
+            max_tokens_estimate=self._max_tokens_estimate,
         )
