@@ -141,7 +141,8 @@ def _reasoning_read_as_text(
         m.model_copy(
             update={
                 "content": tuple(
-                    TextPart(text=part.text) if isinstance(part, ReasoningPart) else part for part in m.content
+                    TextPart(text=part.text) if isinstance(part, ReasoningPart) else part
+                    for part in m.content
                 )
             }
         )

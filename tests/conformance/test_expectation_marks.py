@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from relavium_conformance._corpus.cases import CaseExpect, load_cases
+from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
 from relavium_conformance._report.wording import difference_lines
 from relavium_conformance._run.judge import _ORDER
@@ -20,7 +21,6 @@ from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.protocol import Callback
-from relavium_conformance._reference.impl import ReferenceImplementation
 
 MARKED = (
     "events/sequence-gap-free",
