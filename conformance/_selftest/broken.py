@@ -22,6 +22,7 @@ from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
+from relavium_conformance._selftest.broken_auto_compaction import AUTO_COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
@@ -467,6 +468,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *BUDGET_BREAKS,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
+    *AUTO_COMPACTION_BREAKS,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,
