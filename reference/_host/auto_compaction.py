@@ -12,7 +12,7 @@
   main request and the session settles the turn; a budget refusal settles ``budget_exceeded`` naming the
   cap.  The turn's request is built after the compaction, from the history it installed.
 * **After-turn** (:meth:`SessionAutoCompaction._after_turn`): after a successful turn has settled, the next
-  request (history alone, no pending user: KD-COMP-8) is measured; when the trigger fires and
+  request (history alone, no pending user: KD-COMP-9) is measured; when the trigger fires and
   ``SessionDeps.afterTurnCompaction`` is on, one compaction runs in the lifecycle's ``history`` state
   before ``sendMessage`` returns.  An ordinary failure falls back to the configured deterministic trim
   (``SessionDeps.maxMessages``, reason ``auto-fallback``); a cancelled or budget-refused one never trims.
@@ -114,7 +114,7 @@ class SessionAutoCompaction(SessionCompaction):
         return measure(request, reservation=reservation, window=window, threshold=threshold)
 
     def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
-        """The estimate of what no compaction can shrink (KD-COMP-8)."""
+        """The estimate of what no compaction can shrink (KD-COMP-9)."""
         return irreducible_tokens(
             system=self._agent.system_prompt,
             exchanges=self._exchanges,

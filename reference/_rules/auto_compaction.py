@@ -9,7 +9,7 @@ Billed usage never enters: nothing here takes a usage figure.
 Before a pre-send compaction runs, the **irreducible** part of the next request (the system text, the
 tools, the kept part of the working transcript, the pending user and the largest summary wrapper: the
 KD-COMP-3 wrapper around a summary of :data:`SUMMARY_MAX_TOKENS` tokens) is measured against the full
-window (KD-COMP-8).  When it does not fit, no compaction can make the request fit: the pre-send compaction
+window (KD-COMP-9).  When it does not fit, no compaction can make the request fit: the pre-send compaction
 is skipped and the turn can no longer start an overflow recovery.
 """
 
@@ -83,7 +83,7 @@ def presend_decision(*, allowed: bool, measurement: Measurement | None, irreduci
     """The pre-send decision: compact, skip for an irreducible request, or nothing.
 
     ``measurement`` is ``None`` when there is no authoritative window to measure against.  The
-    irreducible part is compared with the full window (input alone, strictly over: KD-COMP-8).
+    irreducible part is compared with the full window (input alone, strictly over: KD-COMP-9).
     """
     if not allowed or measurement is None or measurement.window is None or not measurement.fires:
         return Presend.NONE
