@@ -21,6 +21,7 @@ from typing import Any
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
+from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
@@ -465,6 +466,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     ),
     *HISTORY_BREAKS,
     *BUDGET_BREAKS,
+    *BUDGET_BREAKS_2,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
     *STORE_BREAKS,
