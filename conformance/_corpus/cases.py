@@ -295,7 +295,9 @@ class CaseExpect(KitStrict):
 
     session_events: tuple[str, ...] | None = None
     event_types: tuple[str, ...] | None = None
-    events: dict[str, tuple[dict[str, Any], ...]] | None = None
+    event_runs: tuple[str, ...] | None = None  # every event type in order, a repeated type once per run
+    events: dict[str, tuple[dict[str, Any], ...] | dict[str, Any]] | None = None  # per type: the exact
+    # list, or one operator on the whole list ({$not_contains: text})
     absent_events: tuple[str, ...] | None = None
     provider_requests: tuple[dict[str, Any], ...] | None = None
     provider_request_count: Annotated[int, Field(ge=0)] | None = None
@@ -311,6 +313,21 @@ class CaseExpect(KitStrict):
     exports: tuple[dict[str, Any], ...] | None = None
     admissions: tuple[dict[str, Any], ...] | None = None
     usage: tuple[dict[str, Any], ...] | None = None
+    kit_defined: dict[str, tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...]] = Field(
+        default_factory=dict
+    )
+    """Per expectation: the KD- choices that one expectation rests on (``{event_types: [KD-EVT-7]}``); an
+    unmet marked expectation is a kit-choice failure, the case's other expectations stay spec ones."""
+
+    @model_validator(mode="after")
+    def _marks_name_expectations(self) -> CaseExpect:
+        unknown = sorted(set(self.kit_defined) - (set(type(self).model_fields) - {"kit_defined"}))
+        if unknown:
+            raise ValueError(f"kit_defined names no expectation: {', '.join(unknown)}")
+        unset = sorted(name for name in self.kit_defined if getattr(self, name) is None)
+        if unset:
+            raise ValueError(f"kit_defined marks an expectation the case does not state: {', '.join(unset)}")
+        return self
 
 
 class Case(KitStrict):

@@ -74,7 +74,8 @@ def shown(value: Any, limit: int = DISPLAY_LIMIT) -> str:
 
 
 def difference_lines(difference: Difference, *, limit: int = DISPLAY_LIMIT) -> list[str]:
-    """One line for the difference, then its unified diff (if any), each diff line as it is."""
+    """One line for the difference (naming the kit choices it rests on), then its unified diff (if any),
+    each diff line as it is."""
     d = difference
     if d.form is DifferenceForm.NOTE or d.form is DifferenceForm.LENGTH:
         head = f"at {d.path}: {d.message}"
@@ -86,6 +87,8 @@ def difference_lines(difference: Difference, *, limit: int = DISPLAY_LIMIT) -> l
         head = f"at {d.path}: {d.message} (unified diff, expected to actual):"
     else:
         head = f"at {d.path}: expected {shown(d.expected, limit)}, got {shown(d.actual, limit)} ({d.message})"
+    if d.kit_defined:  # told apart from a spec failure on the very line that shows it
+        head += f" [kit choice: {', '.join(d.kit_defined)}]"
     return [printable(head), *(printable(line) for line in (d.diff or "").splitlines())]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._corpus.cases import Case, snapshot_path
@@ -45,53 +46,92 @@ def case_kit_choices(case: Case) -> tuple[str, ...]:
 
 
 def _expectations(case: Case, observed: Observation) -> list[Difference]:
+    """Each stated expectation's differences, marked with the choices that expectation rests on."""
+    expect = case.expect
+    out: list[Difference] = []
+    for name, found in _unmet(case, observed):
+        marks = expect.kit_defined.get(name, ())
+        out += resting_on(found, marks) if marks else found
+    return out
+
+
+def _unmet(case: Case, observed: Observation) -> Iterator[tuple[str, list[Difference]]]:
+    """(expectation name, its differences) for every expectation the case states, in a fixed order."""
     expect = case.expect
     events = observed.events
-    out: list[Difference] = []
-    if expect.session_events is not None:
-        actual = [e.get("type") for e in events if str(e.get("type", "")).startswith("session:")]
-        out += match(list(expect.session_events), actual, "session_events")
-    if expect.event_types is not None:
-        out += match(list(expect.event_types), [e.get("type") for e in events], "event_types")
-    for kind, wanted in (expect.events or {}).items():
-        out += match(list(wanted), [e for e in events if e.get("type") == kind], f"events[{kind}]")
-    for kind in expect.absent_events or ():
-        count = sum(1 for e in events if e.get("type") == kind)
-        if count:
-            out.append(
-                Difference(path=f"events[{kind}]", message="must not be emitted", expected=0, actual=count)
+    for name in _ORDER:
+        wanted = getattr(expect, name)
+        if wanted is None:
+            continue
+        if name == "session_events":
+            actual = [e.get("type") for e in events if str(e.get("type", "")).startswith("session:")]
+            yield name, match(list(wanted), actual, name)
+        elif name == "event_types":
+            yield name, match(list(wanted), [e.get("type") for e in events], name)
+        elif name == "event_runs":
+            types = [e.get("type") for e in events]
+            yield (
+                name,
+                match(list(wanted), [t for n, t in enumerate(types) if n == 0 or types[n - 1] != t], name),
             )
-    if expect.provider_requests is not None:
-        out += match(list(expect.provider_requests), observed.provider_requests, "provider_requests")
-    if expect.provider_request_count is not None:
-        out += match(expect.provider_request_count, len(observed.provider_requests), "provider_request_count")
-    if expect.summary_requests is not None:
-        out += match(list(expect.summary_requests), observed.summary_requests, "summary_requests")
-    if expect.summary_request_count is not None:
-        out += match(expect.summary_request_count, len(observed.summary_requests), "summary_request_count")
-    if expect.compaction_starts is not None:
-        out += match(list(expect.compaction_starts), observed.compaction_starts, "compaction_starts")
-    if expect.tool_calls is not None:
-        out += match(list(expect.tool_calls), observed.tool_calls, "tool_calls")
-    if expect.confirms is not None:
-        out += match(list(expect.confirms), observed.confirms, "confirms")
-    if expect.rows is not None:
-        out += match(list(expect.rows), observed.rows, "rows")
-    if expect.commits is not None:
-        out += match(list(expect.commits), observed.commits, "commits")
-    if expect.costs is not None:
-        out += match(list(expect.costs), observed.costs, "costs")
-    if expect.exports is not None:
-        out += match(list(expect.exports), observed.exports, "exports")
-    if expect.record is not None:
-        out += match(expect.record, observed.record, "record")
-    # what reached the governor and the writer is observed in the kit's own shapes (KD-FIN-2, KD-USE-1)
-    if expect.admissions is not None:
-        found = match(list(expect.admissions), observed.admissions, "admissions")
-        out += resting_on(found, ("KD-FIN-2", "KD-COMP-2"))
-    if expect.usage is not None:
-        out += resting_on(match(list(expect.usage), observed.usage, "usage"), ("KD-USE-1",))
-    return out
+        elif name == "events":
+            yield (
+                name,
+                [
+                    d
+                    for kind, items in wanted.items()
+                    for d in match(
+                        list(items) if isinstance(items, tuple) else items,
+                        [e for e in events if e.get("type") == kind],
+                        f"events[{kind}]",
+                    )
+                ],
+            )
+        elif name == "absent_events":
+            counts = {kind: sum(1 for e in events if e.get("type") == kind) for kind in wanted}
+            yield (
+                name,
+                [
+                    Difference(
+                        path=f"events[{kind}]", message="must not be emitted", expected=0, actual=count
+                    )
+                    for kind, count in counts.items()
+                    if count
+                ],
+            )
+        elif name.endswith("_count"):
+            listed = name.removesuffix("_count") + "s"
+            yield name, match(wanted, len(getattr(observed, listed)), name)
+        elif name == "record":
+            yield name, match(wanted, observed.record, name)
+        else:
+            found = match(list(wanted), getattr(observed, name), name)
+            # what reached the governor and the writer is observed in the kit's own shapes
+            yield name, resting_on(found, _OWN_SHAPES[name]) if name in _OWN_SHAPES else found
+
+
+_ORDER = (
+    "session_events",
+    "event_types",
+    "event_runs",
+    "events",
+    "absent_events",
+    "provider_requests",
+    "provider_request_count",
+    "summary_requests",
+    "summary_request_count",
+    "compaction_starts",
+    "tool_calls",
+    "confirms",
+    "rows",
+    "commits",
+    "costs",
+    "exports",
+    "record",
+    "admissions",
+    "usage",
+)
+_OWN_SHAPES: dict[str, tuple[str, ...]] = {"admissions": ("KD-FIN-2", "KD-COMP-2"), "usage": ("KD-USE-1",)}
 
 
 def judge(

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
-from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.base import BrokenImplementation, run_command_approved
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
@@ -170,15 +170,7 @@ class _NoToolRoundGuard(AgentSession):
 
 class _CommandRunsWhenDenied(AgentSession):
     async def run_user_command(self, command: str, args: Sequence[str] = ()) -> Any:
-        async def yes(_request: Any) -> bool:
-            return True
-
-        kept = self._policy
-        self._policy = TurnPolicy(advertise=kept.advertise, confirm=yes)
-        try:
-            return await super().run_user_command(command, args)
-        finally:
-            self._policy = kept
+        return await run_command_approved(self, command, args)
 
 
 class _AllowlistIgnored(AgentSession):

@@ -19,7 +19,9 @@ from relavium_conformance._selftest.broken_store import _body_only
 from relavium_reference._host.store import StoreError, message_from_row
 from relavium_reference._model.messages import (
     AgentSessionRecord,
+    ReasoningPart,
     SessionMessage,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
 )
@@ -129,6 +131,24 @@ def _folded(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> S
         else:
             folded.append(message)
     return state.model_copy(update={"messages": tuple(folded)})
+
+
+def _reasoning_read_as_text(
+    record: AgentSessionRecord, messages: Sequence[SessionMessage]
+) -> SessionResumeState:
+    """A stored reasoning part is read back as text of its reply (so it reaches the next request)."""
+    read = [
+        m.model_copy(
+            update={
+                "content": tuple(
+                    TextPart(text=part.text) if isinstance(part, ReasoningPart) else part
+                    for part in m.content
+                )
+            }
+        )
+        for m in messages
+    ]
+    return reconstruct_session_state(record, read)
 
 
 def _strip_calls(message: SessionMessage) -> SessionMessage:
@@ -261,6 +281,12 @@ PURE_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "an explicit empty terminal is read as no terminal: its user becomes a legacy bare user",
         ("AS-LEG-010",),
         pure=_pure(reconstruct_session_state=_without_empty_terminals),
+    ),
+    BrokenImplementation(
+        "reconstruct-reasoning-as-text",
+        "a stored reasoning part is read back as reply text, so a resumed session sends it on",
+        ("AS-LIFE-008", "AS-PROJ-015"),
+        pure=_pure(reconstruct_session_state=_reasoning_read_as_text),
     ),
     BrokenImplementation(
         "reconstruct-preamble-is-terminal",

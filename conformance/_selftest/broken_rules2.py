@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from relavium_conformance._selftest.base import BrokenImplementation
+from relavium_conformance._selftest.base import BrokenImplementation, run_command_approved
 from relavium_reference import AgentSession, SessionStopReason, TurnPolicy, TurnResult
 from relavium_reference._host.session import DEFAULT_SESSION_MAX_TURNS, SessionDeps
 from relavium_reference._host.turn import TurnEnd, TurnProgress
@@ -113,16 +113,7 @@ class _CommandRunsWithoutHook(AgentSession):
     async def run_user_command(self, command: str, args: Sequence[str] = ()) -> Any:
         if self._policy.confirm is not None:
             return await super().run_user_command(command, args)
-
-        async def yes(_request: Any) -> bool:
-            return True
-
-        kept = self._policy
-        self._policy = TurnPolicy(advertise=kept.advertise, confirm=yes)
-        try:
-            return await super().run_user_command(command, args)
-        finally:
-            self._policy = kept
+        return await run_command_approved(self, command, args)
 
 
 class _CommandReachesTheModel(AgentSession):
