@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
+from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import (
     CompactionReason,
     CostUpdated,
@@ -95,6 +96,7 @@ FAILED_MESSAGES = {
     "empty": "a summary pass returned no text",
     "too_large": "a summary came back larger than a pass can carry",
     "marker": "the host could not record the compaction boundary",
+    "observer": "an observer of the compaction failed",
 }
 """The fixed messages of a ``failed`` compaction (no user or provider text)."""
 
@@ -140,6 +142,7 @@ class CompactionJob:
     calls: dict[str, int] = field(default_factory=dict)
     acknowledged: bool = False
     opened: bool = False
+    installed: bool = False
 
 
 class _PassFailed(Exception):
@@ -175,7 +178,22 @@ def _resolve(job: CompactionJob) -> tuple[list[_Resolved], list[EntryWindow]]:
 
 
 async def run_compaction(job: CompactionJob) -> CompactionReport:
-    """Run one compaction (see the module docstring); cancellation of the calling task propagates."""
+    """Run one compaction (see the module docstring); cancellation of the calling task propagates.
+
+    An observer that fails while the moment is announced (``session:compacting``, ``session:compacted``,
+    ``session:compaction_failed``) keeps its origin: a readable, classified failure
+    (:class:`ObserverError`) ends the compaction with the fixed ``failed`` result; any other exception
+    propagates as it came (the operation rejects with it).
+    """
+    try:
+        return await _run(job)
+    except ObserverError:
+        return CompactionReport(
+            CompactionFailed(message=FAILED_MESSAGES["observer"]), installed=job.installed
+        )
+
+
+async def _run(job: CompactionJob) -> CompactionReport:
     if kept_slot_count(job.exchanges) >= len(job.exchanges):
         return CompactionReport(NothingToCompact(), installed=False)
     resolved, windows = _resolve(job)
@@ -363,6 +381,7 @@ async def _install(
     if job.cancelled():
         raise asyncio.CancelledError
     job.install(plan.folded_slots, summary)
+    job.installed = True
     spent = sum((usage for usage in job.spent.values()), Usage())
     models = list(job.spent)
     await job.stamper.emit(
