@@ -89,9 +89,14 @@ class CompactionWorld:
     async def _hold(self) -> None:  # provided by the case world
         raise NotImplementedError
 
+    if TYPE_CHECKING:
+
+        def check_egress(self, request: dict[str, Any]) -> None: ...  # the accounting world's
+
     async def open_summary(self, params: ProviderOpenParams) -> dict[str, Any]:
         """One summary pass: observed with its estimate, served from ``summaries``."""
         self._opened += 1
+        self.check_egress(params.request)  # admitted as sent, pending acknowledged (as a turn's request)
         entry: dict[str, Any] = {
             "provider": params.provider,
             "model": params.model,
