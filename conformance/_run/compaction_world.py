@@ -98,9 +98,14 @@ class CompactionWorld:
     async def _hold(self) -> None:  # provided by the case world
         raise NotImplementedError
 
+    if TYPE_CHECKING:
+
+        def check_egress(self, request: dict[str, Any]) -> None: ...  # the accounting world's
+
     async def open_summary(self, params: ProviderOpenParams) -> dict[str, Any]:
         """One summary pass: observed with its estimate, served from ``summaries``."""
         self._opened += 1
+        self.check_egress(params.request)  # admitted as sent, pending acknowledged (as a turn's request)
         entry: dict[str, Any] = {
             "provider": params.provider,
             "model": params.model,
@@ -141,7 +146,7 @@ class CompactionWorld:
         return {}
 
     async def on_host_resolve_provider(self, params: HostResolveProviderParams) -> dict[str, Any]:
-        """The host's part of resolving one plan entry's provider (KD-COMP-9): observed, then answered
+        """The host's part of resolving one plan entry's provider (KD-COMP-10): observed, then answered
         from ``resolutions`` (default: resolved)."""
         self.observed.resolutions.append({"provider": params.provider, "model": params.model})
         answer = next(self._resolutions, None)

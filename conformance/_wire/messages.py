@@ -184,7 +184,7 @@ class DepsSpec(_Msg):
     """The kit's providers have their own token estimator: ``provider.estimate`` (KD-COMP-8)."""
     resolution_callback: bool = False
     """A compaction's planning prepares each plan entry's provider through ``host.resolveProvider``
-    (the host's credential lookup, KD-COMP-9)."""
+    (the host's credential lookup, KD-COMP-10)."""
     provider_endpoints: tuple[ProviderEndpoint, ...] = ()
     """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
@@ -543,7 +543,7 @@ class HostCompactionStartParams(_Msg):
 
 
 class HostResolveProviderParams(_Msg):
-    """The host's part of resolving one plan entry's provider (its credential lookup, KD-COMP-9)."""
+    """The host's part of resolving one plan entry's provider (its credential lookup, KD-COMP-10)."""
 
     handle: str
     provider: str

@@ -12,7 +12,11 @@ rechecked, one boundary marker appended through the host, the new summary and hi
 
 Cancellation arrives as the cancellation of the task the runner runs in (the session cancels it); the
 runner gives back an admission that never egressed and lets the cancellation propagate.  What the passes
-spent is recorded through ``job.record_cost`` on every exit.
+spent is recorded through ``job.record_cost`` on every exit.  With the host's usage writer (KD-USE-1) each
+pass attempt goes through it as a turn attempt does: a pending record acknowledged before egress, the
+actual usage resolved after, ``cost:updated`` publishing the writer's money only once it answered, and the
+recorded spend carrying that money, on a failed or refused compaction too (AS-COMP-024).  A failed usage
+write latches the session and fails the pass.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
+from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import (
     CompactionReason,
@@ -140,9 +146,15 @@ class CompactionJob:
     """The session's frozen ``maxTokensEstimate`` fallback, handed to admission as a turn hands it."""
     max_passes: int = MAX_PASSES
     prepare_provider: Callable[[ProviderId, str], Awaitable[None]] | None = None
-    """The host's asynchronous part of resolving each entry's provider (KD-COMP-9)."""
+    """The host's asynchronous part of resolving each entry's provider (KD-COMP-10)."""
+    usage: UsageWriter | None = None
+    """The host's usage writer (``None``: the engine's own unpriced counters)."""
+    latch: Callable[[], None] = lambda: None
     spent: dict[str, Usage] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    money: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per model: the microcents the writer answered for this job's attempts, and how many it priced."""
+    attempts: int = 0
     acknowledged: bool = False
     opened: bool = False
     installed: bool = False
@@ -288,6 +300,7 @@ async def _one_pass(
             except _PassFailed:
                 await job.admission.release(ask)
                 raise _PassFailed("acknowledgement") from None
+            await _pending(job, candidate, ask)
             text, retry = await _stream(job, candidate, request, number)
             if text is not None:
                 if not text:
@@ -296,6 +309,71 @@ async def _one_pass(
             if not retry:
                 raise _PassFailed("pass_failed")
     raise _PassFailed("pass_failed")
+
+
+async def _pending(job: CompactionJob, candidate: _Resolved, ask: AdmissionRequest) -> None:
+    """The writer acknowledges the pass attempt's pending record before it egresses."""
+    if job.usage is None:
+        return
+    record = UsagePending(
+        attempt=job.attempts + 1,
+        purpose="summary",
+        provider=candidate.entry.provider,
+        model=candidate.entry.model,
+    )
+    try:
+        await job.usage.pending(record)
+    except asyncio.CancelledError:
+        await job.admission.release(ask)
+        raise
+    except Exception:
+        job.latch()
+        await job.admission.release(ask)
+        raise _PassFailed("pass_failed") from None
+
+
+async def _settle(job: CompactionJob, model: str, usage: Usage | None) -> UsageSettled | None:
+    """Resolve the attempt through the writer (``None``: no writer, or its write failed and latched)."""
+    if job.usage is None:
+        return None
+    record = UsageResolved(
+        attempt=job.attempts,
+        purpose="summary",
+        model=model,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        reported=usage is not None,
+    )
+    try:
+        settled = await job.usage.resolved(record)
+    except Exception:
+        job.latch()
+        return None
+    cost, priced = job.money.get(model, (0, 0))
+    job.money[model] = (cost + settled.cost_microcents, priced + int(settled.priced))
+    return settled
+
+
+async def _account(job: CompactionJob, model: str, usage: Usage | None, number: int) -> bool:
+    """Resolve, then publish the attempt's cost; ``False`` when the writer failed (the pass fails)."""
+    if usage is not None:
+        job.spent[model] = job.spent[model] + usage
+    settled = await _settle(job, model, usage)
+    if job.usage is not None and settled is None:
+        return False
+    if usage is not None:
+        await job.stamper.emit(
+            CostUpdated,
+            node_id=job.node_id,
+            model=model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_microcents=settled.cost_microcents if settled else 0,
+            cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+            attempt_number=number + 1,
+            priced=settled.priced if settled else False,
+        )
+    return True
 
 
 async def _acknowledge(job: CompactionJob) -> None:
@@ -318,6 +396,7 @@ async def _stream(
     """Stream one pass attempt: ``(text, _)`` on a stop, ``(None, retryable)`` on a failure."""
     model = candidate.entry.model
     job.calls[model] = job.calls.get(model, 0) + 1
+    job.attempts += 1
     job.spent.setdefault(model, Usage())
     text = ""
     try:
@@ -334,21 +413,12 @@ async def _stream(
         if isinstance(chunk, TextDelta):
             text += chunk.text
         elif isinstance(chunk, StopChunk):
-            job.spent[model] = job.spent[model] + chunk.usage
-            await job.stamper.emit(
-                CostUpdated,
-                node_id=job.node_id,
-                model=model,
-                input_tokens=chunk.usage.input_tokens,
-                output_tokens=chunk.usage.output_tokens,
-                cost_microcents=0,
-                cumulative_cost_microcents=0,
-                attempt_number=number + 1,
-                priced=False,
-            )
+            if not await _account(job, model, chunk.usage, number):
+                return None, False
             return text, False
         elif isinstance(chunk, StreamErrorChunk):
-            return None, chunk.error.retryable and not text
+            accounted = await _account(job, model, chunk.usage, number)
+            return None, accounted and chunk.error.retryable and not text
 
 
 def _projection_tokens(job: CompactionJob, exchanges: Sequence[Exchange], summary: str | None) -> int:
@@ -414,13 +484,14 @@ async def _record_spend(job: CompactionJob) -> None:
         calls = job.calls.get(model, 0)
         if not calls:
             continue
+        cost, priced = job.money.get(model, (0, 0))
         entry = CostEntry(
             model=model,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            cost_microcents=0,
+            cost_microcents=cost,
             call_count=calls,
-            unpriced_calls=calls,
+            unpriced_calls=calls - priced,
         )
         try:
             await job.record_cost(entry)

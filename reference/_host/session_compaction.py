@@ -14,13 +14,20 @@ import asyncio
 from collections.abc import Iterator
 from typing import Literal
 
-from relavium_reference._host.compaction import CompactionJob, CompactionReport, run_compaction
+from relavium_reference._host.compaction import (
+    FAILED_MESSAGES,
+    CompactionJob,
+    CompactionReport,
+    run_compaction,
+)
 from relavium_reference._host.session_deps import SessionDeps
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry
-from relavium_reference._model.events import CompactionReason
+from relavium_reference._host.usage import SessionUsage
+from relavium_reference._model.events import CompactionReason, SessionCompactionFailed
 from relavium_reference._model.history_results import (
     CompactionCancelled,
+    CompactionFailed,
     CompactionResult,
     NothingToCompact,
 )
@@ -31,7 +38,9 @@ from relavium_reference._rules.lifecycle import Outcome, SessionInput, SessionSt
 from relavium_reference._rules.memory import compaction_refusal
 from relavium_reference._rules.projection import Exchange
 
-__all__ = ["CompactionReport", "SessionCompaction"]
+__all__ = ["INTERRUPTED_MESSAGE", "CompactionReport", "SessionCompaction"]
+
+INTERRUPTED_MESSAGE = "the turn was aborted during the compaction"
 
 
 class SessionCompaction:
@@ -48,6 +57,8 @@ class SessionCompaction:
     _compaction_task: asyncio.Task[CompactionReport] | None
     _request_ids: Iterator[str]
     _max_tokens_estimate: int | None
+    _usage: SessionUsage
+    _latched: bool
     session_id: str
     agent_ref: str
 
@@ -92,18 +103,34 @@ class SessionCompaction:
         a turn, an abort) while it runs ends it as ``cancelled`` with nothing installed; an observer's
         own failure propagates unchanged.
         """
+        if not await self._usage.opened():  # an accounting boundary: a resumed instance adopts here
+            self._latched = True
+            return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["pass_failed"]), installed=False)
         job = self._compaction_job(reason, manual=manual, pending_user=pending_user)
         task = asyncio.create_task(run_compaction(job))
         self._compaction_task = task
         try:
             await asyncio.wait({task})
+        except asyncio.CancelledError:  # our caller (the turn) was cancelled: the compaction ends too
+            task.cancel()
+            await asyncio.wait({task})
+            await self._close_interrupted(job)
+            raise
         finally:
             self._compaction_task = None
-            if not task.done():
-                task.cancel()  # our caller was cancelled: do not leave the compaction running
         if task.cancelled():
+            await self._close_interrupted(job)
             return CompactionReport(CompactionCancelled(), installed=False)
         return task.result()
+
+    async def _close_interrupted(self, job: CompactionJob) -> None:
+        """An interrupted compaction's open moment ends once: the session's cancellation closes it
+        itself; an abort of the turn it runs in closes it with the failed-moment event."""
+        if job.opened and self.state is not SessionState.CANCELLED:
+            job.opened = False
+            await self._stamper.emit(
+                SessionCompactionFailed, reason=job.reason, outcome="failed", message=INTERRUPTED_MESSAGE
+            )
 
     def _compaction_job(
         self, reason: CompactionReason, *, manual: bool, pending_user: str | None
@@ -145,4 +172,6 @@ class SessionCompaction:
             next_request_id=self._request_ids.__next__,
             max_tokens_estimate=self._max_tokens_estimate,
             prepare_provider=deps.prepare_provider,
+            usage=self._usage.writer,
+            latch=lambda: setattr(self, "_latched", True),
         )

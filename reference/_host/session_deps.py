@@ -75,7 +75,7 @@ class SessionDeps:
     """The unknown-window acknowledgement (KD-COMP-4); without it such a manual compaction fails."""
     prepare_provider: Callable[[ProviderId, str], Awaitable[None]] | None = None
     """The host's asynchronous part of resolving a provider (e.g. fetching its credential), awaited by a
-    compaction's cold planning before ``resolve_provider`` for each plan entry (KD-COMP-9); raising makes
+    compaction's cold planning before ``resolve_provider`` for each plan entry (KD-COMP-10); raising makes
     that entry unattemptable."""
 
 
