@@ -77,7 +77,7 @@ def _rewrite_parts(job: CompactionJob, edit: Callable[[int, str], str]) -> None:
                 LlmTextPart(text=edit(i, part.text)) if isinstance(part, LlmTextPart) else part
                 for i, part in enumerate(message.content)
             ]
-            messages.append(message.model_copy(update={"content": parts}))
+            messages.append(message.model_copy(update={"content": tuple(parts)}))
         return request.model_copy(update={"messages": messages})
 
     def resolved(provider: ProviderId, model: str) -> LlmProvider:
