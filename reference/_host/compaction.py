@@ -247,7 +247,9 @@ async def _run(job: CompactionJob) -> CompactionReport:
             await job.stamper.emit(
                 SessionCompactionFailed, reason=job.reason, outcome="budget_refused", message=refused.message
             )
-        elif not job.manual:
+        elif not job.manual and job.pending_user is None:
+            # after-turn (no active turn to settle): the standalone side notice; a pre-send or recovery
+            # refusal is told by the turn's budget_exceeded terminal instead
             await job.stamper.emit(SessionCompactionRefused, reason=job.reason, message=refused.message)
         result = CompactionBudgetRefused(message=refused.message, moment_opened=opened)
         return CompactionReport(result, installed=False)
