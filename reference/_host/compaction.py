@@ -286,12 +286,12 @@ async def _one_pass(
                 if soft and not job.acknowledged:
                     await _acknowledge(job)
                     job.acknowledged = True
-            except asyncio.CancelledError:
-                await job.admission.release(ask)  # admitted, never sent
-                raise
             except _PassFailed:
                 await job.admission.release(ask)
                 raise _PassFailed("acknowledgement") from None
+            except BaseException:  # a cancel, or an observer failing on the moment: never sent
+                await job.admission.release(ask)
+                raise
             await _pending(job, candidate, ask)
             text, retry = await _stream(job, candidate, request, number)
             if text is not None:
