@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from relavium_conformance._selftest.base import BrokenImplementation
-from relavium_reference import AgentSession
+from relavium_reference import AgentSession, TurnPolicy
 from relavium_reference._host.compaction import CompactionJob
-from relavium_reference._host.turn import TurnProgress
+from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnProgress, TurnSetup
 from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.records import CostEntry
 
@@ -26,6 +26,22 @@ class _CommitsOwnMoney(AgentSession):
             entry.model_copy(update={"cost_microcents": 0, "unpriced_calls": entry.call_count})
             for entry in super()._costs(progress)
         )
+
+
+class _RecoveryRefusalKeepsOverflow(AgentSession):
+    """A refused recovery pass is taken for nothing to fold: the original overflow stands."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def keeps(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            outcome = await recover(current)
+            return None if isinstance(outcome, RecoveryRefused) else outcome
+
+        return replace(setup, recover=keeps)
 
 
 class _SummaryBypassesWriter(AgentSession):
@@ -57,6 +73,12 @@ BUDGET_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "not the writer's",
         ("AS-USE-006",),
         _CommitsOwnMoney,
+    ),
+    BrokenImplementation(
+        "recovery-refusal-keeps-overflow",
+        "a budget refusal of the overflow recovery is taken for nothing to fold: context_overflow",
+        ("AS-OVF-010",),
+        _RecoveryRefusalKeepsOverflow,
     ),
     BrokenImplementation(
         "summary-pass-bypasses-writer",

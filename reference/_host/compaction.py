@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.admission import UsageWriter, release_quietly
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
 from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
@@ -276,7 +276,11 @@ async def _one_pass(
                 request=request,
                 max_tokens_estimate=job.max_tokens_estimate,
             )
-            decision = await job.admission.admit(ask)
+            try:
+                decision = await job.admission.admit(ask)
+            except asyncio.CancelledError:  # cancelled while the answer was pending: give it back
+                await release_quietly(job.admission, ask)
+                raise
             if isinstance(decision, AdmissionRefused):
                 raise _Refused(decision.message)
             try:

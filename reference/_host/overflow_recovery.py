@@ -26,8 +26,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from relavium_reference._host.admission import ask_admission, release_quietly
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
+from relavium_reference._model.budget import UsagePending, UsageResolved
 from relavium_reference._model.events import (
     SessionCompacted,
     SessionCompacting,
@@ -37,7 +39,6 @@ from relavium_reference._model.events import (
 from relavium_reference._model.invocation import (
     UNKNOWN_MODEL,
     AdmissionRefused,
-    AdmissionRequest,
     Invocation,
     open_stream,
 )
@@ -50,6 +51,7 @@ from relavium_reference._model.llm import (
     TextDelta,
     Usage,
 )
+from relavium_reference._model.vocabulary import ProviderId
 from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS
 from relavium_reference._rules.projection import Exchange, HistoryMessage, ProjectedRequest, estimate_tokens
 
@@ -104,23 +106,28 @@ async def recover_overflow(session: _Session, setup: TurnSetup) -> Recovered | R
         messages=[LlmMessage(role="user", content=[LlmTextPart(text=text)])],
         max_tokens=SUMMARY_MAX_TOKENS,
     )
-    projected = ProjectedRequest(system=request.system or "", messages=request.messages, tools=None)
-    admission = AdmissionRequest(
+    asked, verdict = await ask_admission(  # a pass is a request like a turn's: its identity, as sent
+        setup.admission,
+        request_id=setup.next_request_id(),
         purpose="summary",
-        provider=entry.provider.value,
-        model=entry.model,
-        input_tokens=estimate_tokens(projected),
-        output_reservation=SUMMARY_MAX_TOKENS,
         attempt=1,
+        round_number=0,
+        provider=entry.provider,
+        built=request,
+        sent=request,
+        max_tokens_estimate=setup.max_tokens_estimate,
     )
-    verdict = await setup.admission.admit(admission)
     if isinstance(verdict, AdmissionRefused):
         return RecoveryRefused(message=verdict.message)
+    if not await _pending(setup, entry.provider, entry.model):
+        await release_quietly(setup.admission, asked)
+        return None  # the failed write latched the session: the original overflow stands
     stamper = session._stamper
     await stamper.emit(SessionCompacting, reason="auto-overflow")
     window = setup.models.get(entry.model, UNKNOWN_MODEL).authoritative_window
     try:
         summary, usage, failed = await _summarise(setup, entry.provider, entry.model, request, window)
+        usage_reported = usage != Usage() or not failed
     except asyncio.CancelledError:
         # an abort of the turn closes the open moment once; the session's cancellation closes it itself
         if getattr(session, "_interrupt", None) != "cancel":
@@ -128,6 +135,7 @@ async def recover_overflow(session: _Session, setup: TurnSetup) -> Recovered | R
                 SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED
             )
         raise
+    await _resolved(setup, entry.model, usage if usage_reported else None)
     if failed or not summary.strip():
         await stamper.emit(SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED)
         return None
@@ -147,6 +155,36 @@ async def recover_overflow(session: _Session, setup: TurnSetup) -> Recovered | R
         kept_turn_count=len(kept),
     )
     return Recovered(history=history)
+
+
+async def _pending(setup: TurnSetup, provider: ProviderId, model: str) -> bool:
+    """The usage writer acknowledges the pass's pending record before it egresses (KD-USE-1)."""
+    if setup.usage is None:
+        return True
+    try:
+        await setup.usage.pending(UsagePending(attempt=1, purpose="summary", provider=provider, model=model))
+    except Exception:
+        setup.latch()
+        return False
+    return True
+
+
+async def _resolved(setup: TurnSetup, model: str, usage: Usage | None) -> None:
+    """The pass's actual usage resolved through the writer; a failed write latches."""
+    if setup.usage is None:
+        return
+    record = UsageResolved(
+        attempt=1,
+        purpose="summary",
+        model=model,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        reported=usage is not None,
+    )
+    try:
+        await setup.usage.resolved(record)
+    except Exception:
+        setup.latch()
 
 
 async def _summarise(
