@@ -20,6 +20,7 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation, run_command_approved
+from relavium_conformance._selftest.broken_auto_compaction import AUTO_COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
@@ -29,7 +30,7 @@ from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
-from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, RECOVERY_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, PRESEND_BREAKS, RECOVERY_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
@@ -462,6 +463,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *BUDGET_BREAKS_2,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
+    *AUTO_COMPACTION_BREAKS,
     *COMPACTION_BREAKS_2,
     *STORE_BREAKS,
     *EVENT_BREAKS,
@@ -470,6 +472,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
     *RECOVERY_BREAKS,
+    *PRESEND_BREAKS,
     *SESSION_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,

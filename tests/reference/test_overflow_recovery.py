@@ -31,7 +31,7 @@ from relavium_reference._model.shapes import MemoryNone
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode
 
-WINDOW = 1000
+WINDOW = 20000  # far over the requests: no pre-send trigger fires (that is tested elsewhere)
 
 
 def overflow_call(

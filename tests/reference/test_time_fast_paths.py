@@ -1,4 +1,4 @@
-"""The store's time fast paths give exactly the answers of the plain computations they short-cut."""
+"""Fast paths give exactly the answers of the plain computations they short-cut (store times, TLS)."""
 
 from __future__ import annotations
 
@@ -73,3 +73,14 @@ def test_timestamp_check_edges() -> None:
     ]:
         assert _accepts(value) == _plain_accepts(value)
         assert not _accepts(value)
+
+
+def test_every_http_client_shares_one_verifying_tls_context() -> None:
+    import ssl
+
+    from relavium_reference._host.http_provider import _tls_context
+
+    context = _tls_context()
+    assert context is _tls_context()  # built once per process, not once per request
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname
