@@ -26,6 +26,7 @@ from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_compaction2 import COMPACTION_BREAKS_2
+from relavium_conformance._selftest.broken_compaction3 import COMPACTION_BREAKS_3
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
@@ -465,6 +466,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *COMPACTION_BREAKS,
     *AUTO_COMPACTION_BREAKS,
     *COMPACTION_BREAKS_2,
+    *COMPACTION_BREAKS_3,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,

@@ -188,6 +188,13 @@ class _ReservationFromEstimate(AgentSession):
         return replace(measured, reservation=output_reservation(None, self._max_tokens_estimate))
 
 
+class _AutomaticIgnoresPolicy(AgentSession):
+    """Automatic compaction runs whatever the agent's memory policy says."""
+
+    def _automatic_allowed(self) -> bool:
+        return True
+
+
 class _IgnoresIrreducible(AgentSession):
     """Pre-send compaction runs even when the irreducible part cannot fit the window."""
 
@@ -289,6 +296,12 @@ AUTO_COMPACTION_BREAKS: tuple[BrokenImplementation, ...] = (
         "the output reservation comes from maxTokensEstimate although the request sets maxTokens",
         ("AS-COMP-004",),
         _ReservationFromEstimate,
+    ),
+    BrokenImplementation(
+        "automatic-compaction-ignores-policy",
+        "automatic compaction runs although the memory policy does not permit it",
+        ("AS-COMP-001",),
+        _AutomaticIgnoresPolicy,
     ),
     BrokenImplementation(
         "presend-ignores-irreducible",

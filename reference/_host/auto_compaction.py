@@ -72,6 +72,10 @@ class SessionAutoCompaction(SessionCompaction):
     async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
         raise NotImplementedError  # provided by the session
 
+    def _automatic_allowed(self) -> bool:
+        """Automatic work is permitted by the resolved memory policy alone (never by funding)."""
+        return automatic_compaction_allowed(self._memory)
+
     # -- measurement -----------------------------------------------------------------------------
 
     def _entry_windows(self) -> list[EntryWindow]:
@@ -133,7 +137,7 @@ class SessionAutoCompaction(SessionCompaction):
 
     async def _presend(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd | None:
         """The pre-send compaction; a terminal when the turn must end without a main request."""
-        allowed = automatic_compaction_allowed(self._memory)
+        allowed = self._automatic_allowed()
         measurement = self._automatic_measurement(text, progress, policy) if allowed else None
         if measurement is None or not measurement.fires:
             return None
@@ -162,7 +166,7 @@ class SessionAutoCompaction(SessionCompaction):
         """After a successful, settled turn: the after-turn compaction, with its trim fallback."""
         if not self._in_state(SessionState.IDLE):
             return  # cancelled (or otherwise not idle): no after-turn work
-        allowed = automatic_compaction_allowed(self._memory)
+        allowed = self._automatic_allowed()
         enabled = self._deps.after_turn_compaction
         if not (allowed and enabled):
             return

@@ -171,6 +171,7 @@ class SessionCompaction:
             record_cost=record_cost,
             next_request_id=self._request_ids.__next__,
             max_tokens_estimate=self._max_tokens_estimate,
+            prepare_provider=deps.prepare_provider,
             usage=self._usage.writer,
             latch=lambda: setattr(self, "_latched", True),
         )
