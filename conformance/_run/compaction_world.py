@@ -3,9 +3,11 @@
 :class:`CompactionWorld` is mixed into :class:`relavium_conformance._run.execute.CaseWorld`.  A
 ``provider.open`` whose ``purpose`` is ``summary`` is one summary pass (KD-COMP-6): it is served from the
 case's ``summaries`` script (one list of provider steps per pass, in order), never from ``provider``, and
-observed in ``summary_requests`` with the kit's own KD-COMP-2 estimate of its request, so a case can
-assert how many passes ran and how large each was.  ``host.compactionStart`` (KD-COMP-4) is answered
-from ``acknowledgements``, in order (default: acknowledge).
+observed in ``summary_requests`` with the kit's own KD-COMP-2 estimate of its request and the number of
+acknowledgements the kit had granted when it opened (``acknowledgements``), so a case can assert how many
+passes ran, how large each was, and that none egressed before the disclosure was acknowledged.
+``host.compactionStart`` (KD-COMP-4) is answered from ``acknowledgements``, in order (default:
+acknowledge).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class CompactionWorld:
     def init_compaction(self) -> None:
         self._summary_calls: Iterator[Any] = iter(self.case.summaries)
         self._acks: Iterator[AckAnswer] = iter(self.case.acknowledgements)
+        self._acknowledged = 0  # host.compactionStart calls the kit has answered with an acknowledgement
 
     async def perform_together(self, ops: list[OpStep]) -> None:  # provided by the case world
         raise NotImplementedError
@@ -79,6 +82,7 @@ class CompactionWorld:
             "model": params.model,
             "request": params.request,
             "estimate": request_estimate(params.request),
+            "acknowledgements": self._acknowledged,
         }
         if params.window is not None:
             entry["window"] = params.window
@@ -103,14 +107,13 @@ class CompactionWorld:
         """The host's acknowledgement of the unknown-window disclosure (KD-COMP-4)."""
         self.observed.compaction_starts.append(params.start)
         answer = next(self._acks, None)
-        if answer is None:
-            return {}
-        if answer.do is not None:
+        if answer is not None and answer.do is not None:
             await self.perform_together(as_ops(answer.do))
-        if answer.hold:
+        if answer is not None and answer.hold:
             await self._hold()
-        if answer.fail:
+        if answer is not None and answer.fail:
             raise RpcError(-32000, "kit: the host refused the acknowledgement (scripted)")
+        self._acknowledged += 1
         return {}
 
 

@@ -11,8 +11,8 @@ Matching rules (expected on the left, what the implementation did on the right):
 * operators, as one-key mappings: ``{$absent: true}`` (the key must not be there),
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
   containing a matching item), ``{$not_contains: "s"}`` (``s`` appears nowhere in the value's JSON),
-  ``{$len: n}``, ``{$gte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string matching it
-  whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``).
+  ``{$len: n}``, ``{$gte: n}``, ``{$lte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string
+  matching it whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``).
 
 Values are kept whole in the differences (a report shortens them for display, visibly); two texts of
 which one spans lines also carry a unified diff (``difflib``).
@@ -238,6 +238,10 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
     if name == "$gte":
         return (
             [] if isinstance(actual, int | float) and actual >= argument else fail(f"must be >= {argument}")
+        )
+    if name == "$lte":
+        return (
+            [] if isinstance(actual, int | float) and actual <= argument else fail(f"must be <= {argument}")
         )
     if name == "$one_of":
         return (

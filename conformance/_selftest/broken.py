@@ -23,6 +23,7 @@ from relavium_conformance._selftest.base import BrokenImplementation, run_comman
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
+from relavium_conformance._selftest.broken_compaction2 import COMPACTION_BREAKS_2
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
@@ -460,6 +461,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *BUDGET_BREAKS,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
+    *COMPACTION_BREAKS_2,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,

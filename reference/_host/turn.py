@@ -222,9 +222,17 @@ class _PendingCall:
 
 
 @dataclass
+class _PendingReasoning:
+    """A reasoning block while it streams; it becomes a frozen part when its round is recorded."""
+
+    text: str = ""
+    signature: str | None = None
+
+
+@dataclass
 class _Round:
     text: str = ""
-    reasoning: list[LlmReasoningPart] = field(default_factory=list)
+    reasoning: list[_PendingReasoning] = field(default_factory=list)
     calls: list[_PendingCall] = field(default_factory=list)
     stop_reason: StopReason | None = None
     error: LlmError | None = None
@@ -450,7 +458,7 @@ async def _one_attempt(
     progress.attempts += 1
     attempt_number = progress.attempts
     result = _Round(model=model, provider=entry.provider)
-    reasoning: dict[str, LlmReasoningPart] = {}
+    reasoning: dict[str, _PendingReasoning] = {}
     calls: dict[str, _PendingCall] = {}
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
@@ -476,7 +484,7 @@ async def _one_attempt(
                 part.text += chunk.text
             await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
         elif isinstance(chunk, ReasoningStart):
-            reasoning[chunk.id] = LlmReasoningPart(text="")
+            reasoning[chunk.id] = _PendingReasoning()
             result.reasoning.append(reasoning[chunk.id])
         elif isinstance(chunk, ReasoningEnd):
             if chunk.id in reasoning:
@@ -541,7 +549,9 @@ async def _dispatch_round(
     setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
 ) -> list[LlmMessage]:
     """Run each tool call of a round in order; return the round's assistant and tool messages."""
-    assistant_parts: list[Any] = [part.model_copy() for part in result.reasoning]
+    assistant_parts: list[Any] = [
+        LlmReasoningPart(text=r.text, signature=r.signature) for r in result.reasoning
+    ]
     if result.text:
         assistant_parts.append(LlmTextPart(text=result.text))
     result_parts: list[Any] = []

@@ -1,8 +1,10 @@
 """The LLM seam: requests, messages, content parts, stream chunks and classified errors.
 
-These are the engine's own types (no vendor SDK type crosses the seam).  A request is built
-fresh for every provider attempt: its lists belong to that request alone, so whatever a
-provider does to them cannot reach the session's working transcript.
+These are the engine's own types (no vendor SDK type crosses the seam).  Messages and their content
+parts are frozen values, validated once where they enter the engine (a user text, a streamed reply, a
+tool round) and then shared: a message's content is a tuple, and no field of a part can be set.  A
+request is built fresh for every provider attempt and owns its lists (``messages``, ``tools``), so
+whatever a provider does to them cannot reach the session's working transcript or a later request.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ __all__ = [
 
 
 class _Mutable(BaseModel):
-    """Seam values handed to a provider: closed, camelCase, but with list fields of their own."""
+    """A request and its tool definitions: closed, camelCase, with list fields of their own."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -57,26 +59,33 @@ class _Mutable(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class LlmTextPart(_Mutable):
+class _Frozen(_Mutable):
+    """A message or a content part: like a request's values, but frozen, so one value can be shared by
+    the working transcript and every request that carries it."""
+
+    model_config = ConfigDict(frozen=True)  # merged with the seam's config above
+
+
+class LlmTextPart(_Frozen):
     type: Literal["text"] = "text"
     text: str
 
 
-class LlmToolCallPart(_Mutable):
+class LlmToolCallPart(_Frozen):
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
     args: Any = None
 
 
-class LlmToolResultPart(_Mutable):
+class LlmToolResultPart(_Frozen):
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     result: Any = None
     is_error: bool = False
 
 
-class LlmReasoningPart(_Mutable):
+class LlmReasoningPart(_Frozen):
     type: Literal["reasoning"] = "reasoning"
     text: str
     signature: str | None = None
@@ -87,9 +96,9 @@ ContentPart = Annotated[
 ]
 
 
-class LlmMessage(_Mutable):
+class LlmMessage(_Frozen):
     role: Literal["user", "assistant", "tool"]
-    content: list[ContentPart]
+    content: tuple[ContentPart, ...]
 
 
 class ToolDef(_Mutable):

@@ -204,24 +204,24 @@ def plan_compaction(
     """
     kept_slots = kept_slot_count(exchanges)
     foldable = list(exchanges[: len(exchanges) - kept_slots])
-    kept = working_messages(exchanges[len(exchanges) - kept_slots :])
-    room = limit_tokens * 4 - _fixed_chars(kept, pending_user)
     first_head = len(_summary_block(running_summary)) + len(_SEPARATOR) if running_summary else 0
     later_head = len(_summary_block("x" * SUMMARY_MAX_TOKENS * 4)) + len(_SEPARATOR)
-    budgets = [room - first_head, room - later_head]
     ends: list[int] = []  # message count after each foldable slot
     for exchange in foldable:
         ends.append((ends[-1] if ends else 0) + len(working_messages([exchange])))
     slots = len(foldable)
     while slots > 0:
-        messages = working_messages(foldable[:slots])
-        passes = _greedy(messages, budgets)
+        # what is not folded stays verbatim in every request: the room is measured with it
+        kept = working_messages(exchanges[slots:])
+        room = limit_tokens * 4 - _fixed_chars(kept, pending_user)
+        passes = _greedy(working_messages(foldable[:slots]), [room - first_head, room - later_head])
         if passes is None:
             return "there is no room in a summary pass for the conversation to fold"
         if len(passes) <= max_passes:
             return CompactionPlan(tuple(passes), folded_slots=slots, kept_slots=len(exchanges) - slots)
         covered = sum(p.message_count for p in passes[:max_passes])
-        slots = max((i + 1 for i, end in enumerate(ends) if end <= covered), default=0)
+        fewer = max((i + 1 for i, end in enumerate(ends) if end <= covered), default=0)
+        slots = min(fewer, slots - 1)
     return "there is no room in a summary pass for the conversation to fold"
 
 

@@ -8,7 +8,13 @@ There is **one** projection, :func:`project_request`: the resolved memory policy
 (KD-PROJ-1), a running summary is placed first as untrusted user-role data (KD-COMP-3; the system
 prompt stays as authored), the pending user follows, and only then are same-role neighbours folded.
 The request sent to a provider and the session's context estimate (:func:`estimate_tokens`, KD-COMP-2)
-are both computed from what it returns.  Every call builds new lists and parts, so the caller owns
+are both computed from what it returns.
+
+Texts are validated once, where they enter: each history message keeps its frozen request message
+(:attr:`HistoryMessage.message`) and each slot its history messages (:attr:`Exchange.messages`), so a
+request at turn 1000 shares a thousand frozen values instead of rebuilding them.  Every call builds new
+lists (the request's, a folded message's content), copies this turn's tool rounds and tool definitions
+(their arguments and schemas are plain mutable data), and shares only frozen values; the caller owns
 what it gets.
 """
 
@@ -19,11 +25,10 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cached_property
+from typing import Literal
 
-from pydantic import TypeAdapter
-
-from relavium_reference._model.llm import ContentPart, LlmMessage, LlmTextPart, ToolDef
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, ToolDef
 from relavium_reference._model.shapes import MemoryPolicySpec
 
 __all__ = [
@@ -48,6 +53,11 @@ class HistoryMessage:
     role: Literal["user", "assistant"]
     text: str
 
+    @cached_property
+    def message(self) -> LlmMessage:
+        """The frozen request message of this text, validated the first time a request needs it."""
+        return text_message(self.role, self.text)
+
 
 @dataclass(frozen=True)
 class Exchange:
@@ -61,14 +71,19 @@ class Exchange:
         """Messages the slot contributes: the user, plus the final text when it is not empty."""
         return 2 if self.assistant else 1
 
+    @cached_property
+    def messages(self) -> tuple[HistoryMessage, ...]:
+        """The slot's text-only messages, built once: the user, then the final text when not empty."""
+        if self.assistant:
+            return (HistoryMessage("user", self.user), HistoryMessage("assistant", self.assistant))
+        return (HistoryMessage("user", self.user),)
+
 
 def working_messages(exchanges: Sequence[Exchange]) -> list[HistoryMessage]:
     """The text-only messages of completed exchanges; an empty final contributes its user alone."""
     out: list[HistoryMessage] = []
     for exchange in exchanges:
-        out.append(HistoryMessage("user", exchange.user))
-        if exchange.assistant:
-            out.append(HistoryMessage("assistant", exchange.assistant))
+        out.extend(exchange.messages)
     return out
 
 
@@ -104,9 +119,6 @@ def project_history(
     return [*summary_messages(summary), *working_messages(select_exchanges(exchanges, memory))]
 
 
-_MESSAGES: TypeAdapter[list[LlmMessage]] = TypeAdapter(list[LlmMessage])
-
-
 @dataclass(frozen=True)
 class ProjectedRequest:
     """The owned parts of one request: the authored system prompt and the folded messages."""
@@ -126,30 +138,15 @@ def project_request(
 ) -> ProjectedRequest:
     """The one projection: history, the pending user, this turn's tool rounds, folded last.
 
-    ``history`` comes from :func:`project_history`.  ``rounds`` are deep-copied so that nothing a
-    provider does to the request can reach the turn's own record.  ``pending_user`` is ``None`` only to
-    measure the history alone (a compaction's before and after).
+    ``history`` comes from :func:`project_history`.  ``rounds`` and ``tools`` are deep-copied so that
+    nothing a provider does to the request can reach the turn's own record.  ``pending_user`` is
+    ``None`` only to measure the history alone (a compaction's before and after).
     """
-    # Built as plain data, folded on the way, then validated once into new models: the texts are
-    # already checked, and one validation pass is far cheaper than a model per message and per fold.
-    data: list[dict[str, Any]] = []
-    role: str | None = None
-    content: list[dict[str, Any]] = []
-    pending = () if pending_user is None else (HistoryMessage("user", pending_user),)
-    for item in (*history, *pending):
-        if item.role == role:
-            content.append({"type": "text", "text": item.text})
-        else:
-            role, content = item.role, [{"type": "text", "text": item.text}]
-            data.append({"role": role, "content": content})
-    for message in rounds:
-        dumped = copy.deepcopy(message.model_dump())
-        if dumped["role"] == role:
-            content.extend(dumped["content"])
-        else:
-            role, content = dumped["role"], dumped["content"]
-            data.append(dumped)
-    messages = _MESSAGES.validate_python(data)
+    items = [item.message for item in history]
+    if pending_user is not None:
+        items.append(text_message("user", pending_user))
+    items.extend(LlmMessage.model_validate(copy.deepcopy(message.model_dump())) for message in rounds)
+    messages = fold_same_role(items)
     owned_tools = [ToolDef.model_validate(copy.deepcopy(t.model_dump())) for t in tools] if tools else None
     return ProjectedRequest(system=system, messages=messages, tools=owned_tools)
 
@@ -175,16 +172,27 @@ def estimate_tokens(request: ProjectedRequest) -> int:
 
 
 def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
-    """Merge neighbours of the same role into one message (providers want alternation)."""
+    """Merge neighbours of the same role into one message (providers want alternation).
+
+    A new list; a message without a same-role neighbour is shared as it is (it is frozen), and a run of
+    neighbours becomes one new message whose content is their parts in order, built without validating
+    again what was validated when each part was made.
+    """
     folded: list[LlmMessage] = []
-    for message in messages:
-        if folded and folded[-1].role == message.role:
-            parts: list[ContentPart] = [*folded[-1].content, *message.content]
-            folded[-1] = LlmMessage(role=message.role, content=parts)
+    start, count = 0, len(messages)
+    while start < count:
+        first = messages[start]
+        end = start + 1
+        while end < count and messages[end].role == first.role:
+            end += 1
+        if end == start + 1:
+            folded.append(first)
         else:
-            folded.append(LlmMessage(role=message.role, content=list(message.content)))
+            parts = tuple(part for message in messages[start:end] for part in message.content)
+            folded.append(LlmMessage.model_construct(role=first.role, content=parts))
+        start = end
     return folded
 
 
 def text_message(role: Literal["user", "assistant"], text: str) -> LlmMessage:
-    return LlmMessage(role=role, content=[LlmTextPart(text=text)])
+    return LlmMessage(role=role, content=(LlmTextPart(text=text),))

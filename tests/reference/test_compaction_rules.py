@@ -13,7 +13,14 @@ from relavium_reference._rules.compaction import (
     pass_input_limit,
     trigger_fires,
 )
-from relavium_reference._rules.projection import HistoryMessage, estimate_tokens, project_request
+from relavium_reference._rules.compaction_plan import plan_compaction, request_tokens, summary_request
+from relavium_reference._rules.projection import (
+    Exchange,
+    HistoryMessage,
+    estimate_tokens,
+    project_request,
+    working_messages,
+)
 
 
 def test_reservation_precedence() -> None:
@@ -61,3 +68,26 @@ def test_pass_limit_takes_every_known_entry_and_the_soft_bound_only_manually() -
     assert pass_input_limit(mixed, manual=True) == (SOFT_INPUT_BOUND, True)
     assert pass_input_limit(mixed, manual=False) == (30_000 - SUMMARY_MAX_TOKENS, False)
     assert pass_input_limit([EntryWindow("c", ModelInfo())], manual=False) == (None, False)
+
+
+def test_a_fold_cut_short_by_the_pass_limit_measures_the_longer_kept_part() -> None:
+    """When four passes cannot fold everything, the slots left unfolded join the kept part, and every
+    summariser request is planned with them (each still fits the pass limit)."""
+    exchanges = (
+        [Exchange(user="q" * 3342, assistant=f"a{i}") for i in range(12)]
+        + [Exchange(user=f"t{i}", assistant=f"u{i}") for i in range(5)]
+        + [Exchange(user="qk", assistant="ak")]
+    )
+    limit = 10000 - 4096
+    everything = plan_compaction(exchanges, None, None, limit, max_passes=99)
+    assert not isinstance(everything, str)
+    assert len(everything.passes) == 5
+    plan = plan_compaction(exchanges, None, None, limit)
+    assert not isinstance(plan, str)
+    assert len(plan.passes) == 4
+    assert plan.kept_slots == 5
+    kept = working_messages(exchanges[plan.folded_slots :])
+    summary = None
+    for step in plan.passes:
+        assert request_tokens(summary_request(step.blocks, summary, kept, None, "")) <= limit
+        summary = "s" * 4096 * 4  # the largest summary a pass may return

@@ -12,6 +12,7 @@ from relavium_reference import InvalidInputError, SessionStateCode, SessionState
 from relavium_reference._host.persister import SqlitePersister
 from relavium_reference._host.store import SessionStore
 from relavium_reference._model.history_results import MemoryPolicyRefusal, NothingToTrim, Trimmed
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart, ToolDef
 from relavium_reference._model.shapes import MemoryNone, MemorySummary, MemoryWindow
 from relavium_reference._rules.memory import (
     COMPACTION_REFUSED_MESSAGE,
@@ -23,6 +24,8 @@ from relavium_reference._rules.memory import (
 )
 from relavium_reference._rules.projection import (
     Exchange,
+    HistoryMessage,
+    ProjectedRequest,
     estimate_tokens,
     project_history,
     project_request,
@@ -81,12 +84,55 @@ def test_none_sends_no_history_and_the_estimate_reads_the_same_request() -> None
     assert estimate_tokens(request) == 5  # (9 + 8 + 2) / 4, rounded up
 
 
-def test_each_request_owns_its_lists() -> None:
-    history = project_history([Exchange("q1", "a1")], MemorySummary(type="summary"))
+def _projected(
+    history: list[HistoryMessage], rounds: list[LlmMessage], tools: list[ToolDef]
+) -> ProjectedRequest:
+    return project_request(system="s", history=history, pending_user="p", rounds=rounds, tools=tools)
+
+
+def test_each_request_owns_its_lists_and_shares_only_frozen_values() -> None:
+    slots = [Exchange("q1", "a1"), Exchange("q2", "")]  # q2 has no final: it folds with q3
+    history = project_history([*slots, Exchange("q3", "a3")], MemorySummary(type="summary"))
+    rounds = [
+        LlmMessage(role="assistant", content=[LlmToolCallPart(id="c", name="t", args={"k": [1]})]),
+        LlmMessage(role="tool", content=[LlmToolResultPart(tool_call_id="c", result={"r": [2]})]),
+    ]
+    tools = [ToolDef(name="t", parameters={"type": "object", "properties": {}})]
+    pristine = [m.to_wire() for m in _projected(history, rounds, tools).messages]
+    first = _projected(history, rounds, tools)
+    # what a provider can change is its own: the lists, and the plain data inside tool rounds and tools
+    call, result = first.messages[-2].content[0], first.messages[-1].content[0]
+    assert isinstance(call, LlmToolCallPart)
+    assert isinstance(result, LlmToolResultPart)
+    call.args["k"].append("MUTATED")
+    result.result["r"].clear()
+    assert first.tools is not None
+    first.tools[0].parameters["properties"]["x"] = {}
+    first.messages.clear()
+    first.tools.clear()
+    # and what it shares cannot change: a message's content is a tuple, no field of a part can be set
+    again = _projected(history, rounds, tools)
+    folded = again.messages[2]
+    assert [p.text for p in folded.content if isinstance(p, LlmTextPart)] == ["q2", "q3"]
+    assert isinstance(folded.content, tuple)
+    with pytest.raises(ValidationError):
+        folded.content[0].text = "MUTATED"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        folded.role = "assistant"  # type: ignore[misc]
+    assert [m.to_wire() for m in again.messages] == pristine
+    assert rounds[0].to_wire()["content"][0]["args"] == {"k": [1]}
+    assert tools[0].parameters == {"type": "object", "properties": {}}
+    assert again.tools is not None
+    assert again.tools[0].parameters == tools[0].parameters
+
+
+def test_a_history_message_is_validated_once_and_shared_by_requests() -> None:
+    history = project_history([Exchange("q1", "a1"), Exchange("q2", "a2")], MemorySummary(type="summary"))
     first = project_request(system="s", history=history, pending_user="p")
-    first.messages[0].content.clear()
     second = project_request(system="s", history=history, pending_user="p")
-    assert second.messages[0].content
+    assert first.messages is not second.messages
+    assert all(a is b for a, b in zip(first.messages[:-1], second.messages[:-1], strict=True))
+    assert first.messages[-1] is not second.messages[-1]  # the pending user is each request's own
 
 
 def test_session_estimate_uses_its_request_projection() -> None:

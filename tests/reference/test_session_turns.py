@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enginekit import error_call, make_session, run, text_call, tool_call
+from pydantic import ValidationError
 
 from relavium_reference import ErrorCode, SessionStopReason, SessionTurnCompleted
 
@@ -100,7 +101,11 @@ def test_default_tool_round_guard_is_sixteen() -> None:
 
 
 def test_mutating_a_captured_request_cannot_change_the_transcript() -> None:
+    refused: list[str] = []
+
     class Mutating:
+        """Tries every change a provider could make: only the request's own lists give way."""
+
         def __init__(self, inner):  # type: ignore[no-untyped-def]
             self.inner = inner
 
@@ -109,8 +114,14 @@ def test_mutating_a_captured_request_cannot_change_the_transcript() -> None:
             for message in request.messages:
                 for part in message.content:
                     if getattr(part, "text", None) is not None:
-                        part.text = "MUTATED"
-                message.content.clear()
+                        try:
+                            part.text = "MUTATED"
+                        except ValidationError:
+                            refused.append("part")
+                try:
+                    message.content.clear()
+                except AttributeError:
+                    refused.append("content")
             request.messages.clear()
             return out
 
@@ -124,6 +135,7 @@ def test_mutating_a_captured_request_cannot_change_the_transcript() -> None:
     assert [(e.user, e.assistant) for e in h.session.exchanges] == [("q1", "a1"), ("q2", "a2"), ("q3", "a3")]
     last = inner.requests[-1].request["messages"]
     assert [m["content"][0]["text"] for m in last] == ["q1", "a1", "q2", "a2", "q3"]
+    assert {"part", "content"} <= set(refused)  # the shared values are frozen, not copied
 
 
 def test_empty_final_text_still_completes_the_turn() -> None:
