@@ -6,7 +6,7 @@ same script in the dialect of each provider the agent names (capability ``wire``
 Its recorded failures (``{provider_error: name}``) are served as recorded; an endpoint is ``custom`` when a
 recorded failure of the script is a downgraded one (it came from a custom base URL), ``official`` otherwise.
 
-Only a case both levels can play may have a twin: providers with an HTTP dialect (Anthropic, OpenAI,
+Only a case both levels can play may have a twin: providers with an HTTP dialect (Anthropic, OpenAI, Gemini,
 DeepSeek), no ``do``/``hold`` steps (a wire stream is written as fast as it is read), no expectation on the
 seam-level request shape (``provider_requests[].request``: over HTTP the request is the vendor's body), and
 not one mixing official and custom recorded failures.  Anything else is refused when the corpus loads.
@@ -23,7 +23,7 @@ from relavium_conformance._errors import KitUsageError
 __all__ = ["TWIN_DIALECTS", "TWIN_SUFFIX", "wire_twin"]
 
 TWIN_SUFFIX = "-over-http"
-TWIN_DIALECTS = ("anthropic", "openai", "deepseek")
+TWIN_DIALECTS = ("anthropic", "openai", "deepseek", "gemini")
 _DEFAULT_PROVIDER = "openai"  # the default agent's (docs/transcripts.md)
 
 

@@ -1,10 +1,13 @@
 """A case's provider script written out in a vendor's HTTP dialect (capability ``wire``).
 
 The same script a seam-level case plays through ``provider.next`` is rendered here as the bytes a vendor
-would send (``shared/spec/provider-wire-facts.md``): Anthropic Messages server-sent events or OpenAI Chat
+would send (``shared/spec/provider-wire-facts.md``): Anthropic Messages server-sent events, OpenAI Chat
 Completions ``data:`` chunks ended by ``[DONE]`` (DeepSeek is the OpenAI dialect with its own overflow
-wording).  Usage goes where the vendor puts it (Anthropic: input in ``message_start``, cumulative output in
-``message_delta``; OpenAI: a last chunk with empty ``choices``).
+wording), or Gemini ``streamGenerateContent`` ``data:`` chunks, the last one carrying ``finishReason``.
+Usage goes where the vendor puts it (Anthropic: input in ``message_start``, cumulative output in
+``message_delta``; OpenAI: a last chunk with empty ``choices``; Gemini: ``usageMetadata`` on every chunk, a
+running total, complete on the last).  Gemini sends a function call whole: the script's argument fragments
+are joined and sent as one ``functionCall`` part (they must make one JSON object).
 
 A classified error chunk becomes that dialect's error: as the first step of an invocation, an HTTP status
 and the vendor's JSON envelope; later, an error frame inside the 200 stream, after which the stream ends
@@ -20,22 +23,40 @@ connection mid-stream (``wire: disconnect``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from relavium_conformance._corpus.cases import DoStep, HoldStep, ProviderErrorStep, WireReply, WireStep
 from relavium_conformance._corpus.provider_errors import RecordedProviderError, provider_error
 from relavium_conformance._errors import KitUsageError
 
-__all__ = ["DIALECT_PATHS", "ERROR_PAYLOADS", "Reply", "render"]
+__all__ = ["DIALECT_PATHS", "ERROR_PAYLOADS", "Reply", "endpoint_model", "render"]
 
 DIALECT_PATHS: dict[str, str] = {
     "anthropic": "/v1/messages",
     "openai": "/v1/chat/completions",
     "deepseek": "/chat/completions",
+    "gemini": "/v1beta/models/{model}:streamGenerateContent?alt=sse",
 }
-"""The request path of each dialect under its base URL's host (OpenAI's base URL carries ``/v1``)."""
+"""The request path of each dialect under its base URL's host (OpenAI's base URL carries ``/v1``; Gemini's
+path names the model, and ``/v1`` stands for ``/v1beta`` too, as newer SDKs send)."""
+
+_GEMINI_PATH = re.compile(
+    r"^/v1(?:beta)?/models/(?P<model>[^/:?]+):streamGenerateContent\?(?:[^#]*&)?alt=sse(?:&|$)"
+)
+
+
+def endpoint_model(dialect: str, path: str, body: Any) -> tuple[bool, str | None]:
+    """Whether ``path`` (with its query) is the dialect's streaming endpoint, and the model it asks for."""
+    if dialect == "gemini":
+        match = _GEMINI_PATH.match(path)
+        return (True, unquote(match["model"])) if match else (False, None)
+    model = body.get("model") if isinstance(body, dict) else None
+    return path.split("?", 1)[0] == DIALECT_PATHS.get(dialect), model if isinstance(model, str) else None
+
 
 NATIVE_STOP = "model_context_window_exceeded"
 
@@ -98,7 +119,31 @@ _DEEPSEEK_OVERFLOW = {
 }
 
 
+_GEMINI_ERRORS: dict[str, tuple[int, str, str]] = {
+    "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "timeout": (504, "DEADLINE_EXCEEDED", "Deadline expired before operation could complete."),
+    "auth": (
+        403,
+        "PERMISSION_DENIED",
+        "Method doesn't allow unregistered callers (callers without established identity). Please use API "
+        "Key or other form of API consumer identity to call this API.",
+    ),
+    "bad_request": (400, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified"),
+    "context_overflow": (
+        400,
+        "INVALID_ARGUMENT",
+        "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).",
+    ),
+}
+
+
 def _error_body(dialect: str, kind: str) -> tuple[int, dict[str, Any]]:
+    if dialect == "gemini":
+        if kind not in _GEMINI_ERRORS:
+            raise KitUsageError(f"no {dialect} payload for error kind {kind!r} (KD-WIRE-2)")
+        status, name, message = _GEMINI_ERRORS[kind]
+        return status, {"error": {"code": status, "message": message, "status": name}}
     if dialect == "anthropic":
         if kind not in _ANTHROPIC_ERRORS:
             raise KitUsageError(f"no {dialect} payload for error kind {kind!r} (KD-WIRE-2)")
@@ -116,6 +161,7 @@ ERROR_PAYLOADS: dict[str, tuple[str, ...]] = {
     "anthropic": tuple(_ANTHROPIC_ERRORS),
     "openai": tuple(_OPENAI_ERRORS),
     "deepseek": tuple(_OPENAI_ERRORS),
+    "gemini": tuple(_GEMINI_ERRORS),
 }
 """The seam error kinds each dialect can render (plus ``transport``: a dropped connection)."""
 
@@ -168,7 +214,7 @@ def _first_reply(dialect: str, step: Any) -> Reply | None:
 
 
 def render(dialect: str, steps: Sequence[Any], model: str) -> Reply:
-    """One invocation's reply in ``dialect`` (``anthropic``, ``openai`` or ``deepseek``)."""
+    """One invocation's reply in ``dialect`` (``anthropic``, ``openai``, ``deepseek`` or ``gemini``)."""
     if dialect not in DIALECT_PATHS:
         raise KitUsageError(f"the kit serves no {dialect!r} dialect over HTTP")
     if any(isinstance(step, DoStep | HoldStep) for step in steps):
@@ -176,9 +222,13 @@ def render(dialect: str, steps: Sequence[Any], model: str) -> Reply:
     first = _first_reply(dialect, steps[0]) if steps else None
     if first is not None:
         return first
-    writer = (
-        _Anthropic(model, _usage(steps)) if dialect == "anthropic" else _OpenAi(dialect, model, _usage(steps))
-    )
+    writer: _Anthropic | _OpenAi | _Gemini
+    if dialect == "anthropic":
+        writer = _Anthropic(model, _usage(steps))
+    elif dialect == "gemini":
+        writer = _Gemini(model, _usage(steps))
+    else:
+        writer = _OpenAi(dialect, model, _usage(steps))
     reply = Reply(frames=writer.start())
     for step in steps:
         if isinstance(step, WireStep):
@@ -349,6 +399,77 @@ class _OpenAi:
                 "total_tokens": self._input + self._output,
             }
             return [self._delta({}, reason), self._frame([], usage=usage), _sse(None, "[DONE]")]
+        return []
+
+    def error(self, body: dict[str, Any]) -> bytes:
+        return _sse(None, body)
+
+
+_GEMINI_STOPS = {"stop": "STOP", "length": "MAX_TOKENS", "tool_use": "STOP", "content_filter": "SAFETY"}
+
+
+class _Gemini:
+    """Every chunk a whole ``GenerateContentResponse``; usage on each, a running total (the input from the
+    first chunk on, the output complete on the last), so a reader that adds chunk usages up is caught."""
+
+    def __init__(self, model: str, usage: tuple[int, int]) -> None:
+        self._model = model
+        self._input, self._output = usage
+        self._call: dict[str, str] | None = None  # the function call being written: id, name, arguments
+
+    def _frame(self, parts: list[dict[str, Any]], finish: str | None = None) -> bytes:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        usage: dict[str, Any] = {"promptTokenCount": self._input, "totalTokenCount": self._input}
+        if finish is not None:
+            candidate["finishReason"] = finish
+            usage = {
+                "promptTokenCount": self._input,
+                "candidatesTokenCount": self._output,
+                "totalTokenCount": self._input + self._output,
+            }
+        response = {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": self._model,
+            "responseId": "kit-response",
+        }
+        return _sse(None, response)
+
+    def start(self) -> list[bytes]:
+        return []
+
+    def _function_call(self) -> list[bytes]:
+        call, self._call = self._call, None
+        if call is None:
+            return []
+        try:
+            args = json.loads(call["args"] or "{}")
+        except ValueError:
+            args = None
+        if not isinstance(args, dict):
+            raise KitUsageError("Gemini sends a function call whole: its arguments must make one JSON object")
+        return [self._frame([{"functionCall": {"id": call["id"], "name": call["name"], "args": args}}])]
+
+    def chunk(self, step: dict[str, Any]) -> list[bytes]:
+        kind = step.get("type")
+        if kind == "text_delta":
+            return [self._frame([{"text": step["text"]}])]
+        if kind == "reasoning_delta":
+            return [self._frame([{"text": step["text"], "thought": True}])]
+        if kind == "reasoning_end" and step.get("signature"):
+            raise KitUsageError("the kit writes no Gemini thought signature")
+        if kind == "tool_call_start":
+            frames = self._function_call()
+            self._call = {"id": step["id"], "name": step["name"], "args": ""}
+            return frames
+        if kind == "tool_call_delta" and self._call is not None:
+            self._call["args"] += step["argsJsonDelta"]
+            return []
+        if kind == "tool_call_end":
+            return self._function_call()
+        if kind == "stop":
+            finish = _GEMINI_STOPS.get(str(step.get("stopReason")), "STOP")
+            return [*self._function_call(), self._frame([{"text": ""}], finish)]
         return []
 
     def error(self, body: dict[str, Any]) -> bytes:

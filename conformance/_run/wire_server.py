@@ -26,14 +26,31 @@ from typing import Any
 
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference, DifferenceForm
-from relavium_conformance._run.wire_render import DIALECT_PATHS, Reply, render
+from relavium_conformance._run.wire_render import DIALECT_PATHS, Reply, endpoint_model, render
 
 __all__ = ["RECORDED_HEADERS", "WireServer", "start_wire", "stop_wire"]
 
-RECORDED_HEADERS = ("content-type", "accept", "anthropic-version", "x-api-key", "authorization")
+RECORDED_HEADERS = (
+    "content-type",
+    "accept",
+    "anthropic-version",
+    "x-api-key",
+    "authorization",
+    "x-goog-api-key",
+)
 """The request headers a case can see (the others vary with the client and the port)."""
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 _MAX_HEAD = 64 * 1024
 
 
@@ -134,10 +151,11 @@ class WireServer:
         except ValueError:
             body = None
         number = len(self._observed.provider_requests)
+        known, model = endpoint_model(provider, path, body)
         self._observed.provider_requests.append(
             {
                 "provider": provider,
-                "model": body.get("model") if isinstance(body, dict) else None,
+                "model": model,
                 "http": {
                     "method": method,
                     "path": path,
@@ -147,8 +165,7 @@ class WireServer:
             }
         )
         where = f"provider_requests[{number}]"
-        expected = DIALECT_PATHS.get(provider)
-        if provider not in self._providers or expected is None or path.split("?", 1)[0] != expected:
+        if provider not in self._providers or not known:
             self._violation(where, f"{method} {target} is no provider endpoint the kit serves")
             return Reply(status=404, body=b'{"error": {"message": "kit: not found"}}')
         if method != "POST" or not isinstance(body, dict):
@@ -159,7 +176,7 @@ class WireServer:
             message = f"provider request #{number + 1} was not scripted"
             self._violation(where, message, form=DifferenceForm.EXTRA)
             return Reply(status=400, body=b'{"error": {"message": "kit: not scripted"}}')
-        return render(provider, steps, str(body.get("model", "")))
+        return render(provider, steps, model or "")
 
     def _violation(self, path: str, message: str, form: DifferenceForm | None = None) -> None:
         extra = {"form": form} if form is not None else {}

@@ -6,15 +6,17 @@ Each is caught by the ``wire/*`` cases citing its clauses, played by the kit's l
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
-from relavium_reference._model.llm import LlmError, StopChunk, StreamChunk
+from relavium_reference._model.llm import LlmError, StopChunk, StreamChunk, Usage
 from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
 from relavium_reference._rules.sse import SseDecoder, SseEvent
+from relavium_reference._rules.wire_gemini import GeminiStream
 
 __all__ = ["HTTP_BREAKS"]
 
@@ -56,6 +58,37 @@ class _TrustsEveryEndpoint(HttpProvider):
         super().__init__(replace(endpoint, official=True), client)
 
 
+class _SummingGeminiStream(GeminiStream):
+    """Adds every chunk's ``usageMetadata`` up, as if each were a delta (it is a running total)."""
+
+    def usage(self, metadata: Any) -> None:
+        before = self._usage
+        super().usage(metadata)
+        if isinstance(metadata, dict):
+            self._usage = Usage(
+                input_tokens=before.input_tokens + self._usage.input_tokens,
+                output_tokens=before.output_tokens + self._usage.output_tokens,
+            )
+
+
+class _GeminiSumsUsage(HttpProvider):
+    def reader(self) -> Any:
+        return _SummingGeminiStream() if self.endpoint.dialect == "gemini" else super().reader()
+
+
+_TOKEN_COUNT = re.compile(r"input.token.count", re.IGNORECASE)
+
+
+class _GeminiTokenCountMeansOverflow(HttpProvider):
+    """Matches Gemini's overflow on its prose alone: any failure naming an input token count, any status."""
+
+    def failed(self, status: int | None, body: Any) -> LlmError:
+        error = super().failed(status, body)
+        if self.endpoint.dialect == "gemini" and _TOKEN_COUNT.search(error.message):
+            return error.model_copy(update={"kind": LlmErrorKind.CONTEXT_OVERFLOW})
+        return error
+
+
 def _with(provider: type[HttpProvider]) -> type[ReferenceImplementation]:
     return type(f"Reference{provider.__name__}", (ReferenceImplementation,), {"http_provider": provider})
 
@@ -84,5 +117,17 @@ HTTP_BREAKS: tuple[BrokenImplementation, ...] = (
         "the HTTP client takes a stream that ends without message_stop or [DONE] as a completed reply",
         ("AS-CAP-020",),
         implementation=_with(_EndIsSuccess),
+    ),
+    BrokenImplementation(
+        "http-gemini-sums-usage",
+        "the Gemini client adds up every chunk's usageMetadata, a running total, as if each were a delta",
+        ("AS-CAP-014",),
+        implementation=_with(_GeminiSumsUsage),
+    ),
+    BrokenImplementation(
+        "http-gemini-token-count-means-overflow",
+        "the Gemini client takes any failure naming an input token count (a quota 429 too) for an overflow",
+        ("AS-OVF-002",),
+        implementation=_with(_GeminiTokenCountMeansOverflow),
     ),
 )

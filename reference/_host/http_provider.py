@@ -2,7 +2,7 @@
 
 :class:`HttpProvider` is an :class:`~relavium_reference._model.llm.LlmProvider`: one ``stream`` call is one
 POST.  What the body is and how the server-sent events read back as seam chunks is pure and lives in the
-rules room (``wire_anthropic``, ``wire_openai``, ``sse``); this shell only moves bytes:
+rules room (``wire_anthropic``, ``wire_openai``, ``wire_gemini``, ``sse``); this shell only moves bytes:
 
 * a non-200 reply is read whole and classified from its status and JSON error envelope
   (``_rules/overflow.py``, KD-OVF-1), then ends the stream as one ``error`` chunk;
@@ -27,19 +27,27 @@ import httpx
 
 from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
-from relavium_reference._rules import wire_anthropic, wire_openai
+from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
 from relavium_reference._rules.overflow import Dialect, is_official_base_url
 from relavium_reference._rules.sse import SseDecoder, SseEvent
 from relavium_reference._rules.wire_errors import error_from_reply, transport_error
 
-__all__ = ["DEFAULT_BASE_URLS", "HTTP_DIALECTS", "HttpEndpoint", "HttpProvider", "http_resolver"]
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "HTTP_DIALECTS",
+    "HttpEndpoint",
+    "HttpProvider",
+    "http_resolver",
+    "reader_for",
+]
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "anthropic": "https://api.anthropic.com",
     "openai": "https://api.openai.com/v1",
     "deepseek": "https://api.deepseek.com",
+    "gemini": "https://generativelanguage.googleapis.com",
 }
-HTTP_DIALECTS: tuple[Dialect, ...] = ("anthropic", "openai", "deepseek")
+HTTP_DIALECTS: tuple[Dialect, ...] = ("anthropic", "openai", "deepseek", "gemini")
 """The dialects this engine speaks over HTTP (DeepSeek is the OpenAI dialect with its own overflow)."""
 
 
@@ -74,23 +82,26 @@ class _Reader(Protocol):
     def end(self) -> list[StreamChunk]: ...
 
 
-def _prepare(
-    endpoint: HttpEndpoint, request: LlmRequest
-) -> tuple[str, dict[str, str], dict[str, Any], _Reader]:
+def reader_for(dialect: Dialect) -> _Reader:
+    """A fresh stream reader of ``dialect`` (pure, from the rules room)."""
+    if dialect == "anthropic":
+        return wire_anthropic.AnthropicStream()
+    if dialect == "gemini":
+        return wire_gemini.GeminiStream()
+    return wire_openai.OpenAiStream(dialect)
+
+
+def _prepare(endpoint: HttpEndpoint, request: LlmRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
+    key = endpoint.api_key
     if endpoint.dialect == "anthropic":
-        return (
-            endpoint.url + wire_anthropic.MESSAGES_PATH,
-            wire_anthropic.request_headers(endpoint.api_key),
-            wire_anthropic.build_request(request),
-            wire_anthropic.AnthropicStream(),
-        )
+        url = endpoint.url + wire_anthropic.MESSAGES_PATH
+        return url, wire_anthropic.request_headers(key), wire_anthropic.build_request(request)
     if endpoint.dialect in ("openai", "deepseek"):
-        return (
-            endpoint.url + wire_openai.CHAT_PATH,
-            wire_openai.request_headers(endpoint.api_key),
-            wire_openai.build_request(request),
-            wire_openai.OpenAiStream(endpoint.dialect),
-        )
+        url = endpoint.url + wire_openai.CHAT_PATH
+        return url, wire_openai.request_headers(key), wire_openai.build_request(request)
+    if endpoint.dialect == "gemini":
+        url = endpoint.url + wire_gemini.stream_path(request.model)
+        return url, wire_gemini.request_headers(key), wire_gemini.build_request(request)
     raise LookupError(f"no HTTP dialect for {endpoint.dialect!r}")
 
 
@@ -104,9 +115,9 @@ def _json(raw: bytes) -> Any:
 class HttpProvider:
     """One vendor endpoint as a seam provider; ``client`` is shared when given, else one per stream.
 
-    The three seams a subclass may change (the kit's broken implementations do): ``decoder`` (how bytes
-    become events), :meth:`failed` (how a failed reply is classified) and :meth:`ended` (what a stream
-    that stops sending means)."""
+    The seams a subclass may change (the kit's broken implementations do): ``decoder`` (how bytes
+    become events), :meth:`reader` (how events become chunks), :meth:`failed` (how a failed reply is
+    classified) and :meth:`ended` (what a stream that stops sending means)."""
 
     decoder: type[SseDecoder] = SseDecoder
 
@@ -132,7 +143,8 @@ class HttpProvider:
             await chunks.aclose()  # an abandoned stream closes its HTTP response now, not at collection
 
     async def _run(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
-        url, headers, body, reader = _prepare(self.endpoint, request)
+        url, headers, body = _prepare(self.endpoint, request)
+        reader = self.reader()
         dialect = self.endpoint.dialect
         client = self._client or httpx.AsyncClient(timeout=httpx.Timeout(self.endpoint.timeout, connect=5.0))
         try:
@@ -159,6 +171,10 @@ class HttpProvider:
         finally:
             if self._client is None:
                 await client.aclose()
+
+    def reader(self) -> _Reader:
+        """The stream reader of this endpoint's dialect."""
+        return reader_for(self.endpoint.dialect)
 
     def failed(self, status: int | None, body: Any) -> LlmError:
         """The classified error of a non-200 reply (``_rules/overflow.py``, KD-OVF-1)."""

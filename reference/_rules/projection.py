@@ -23,9 +23,11 @@ from __future__ import annotations
 import copy
 import json
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import islice
 from typing import Literal
 
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, ToolDef
@@ -142,7 +144,7 @@ def project_request(
     nothing a provider does to the request can reach the turn's own record.  ``pending_user`` is
     ``None`` only to measure the history alone (a compaction's before and after).
     """
-    items = [item.message for item in history]
+    items = list(map(_MESSAGE, history))
     if pending_user is not None:
         items.append(text_message("user", pending_user))
     items.extend(LlmMessage.model_validate(copy.deepcopy(message.model_dump())) for message in rounds)
@@ -178,6 +180,9 @@ def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
     neighbours becomes one new message whose content is their parts in order, built without validating
     again what was validated when each part was made.
     """
+    roles = list(map(_ROLE, messages))
+    if not any(map(operator.eq, roles, islice(roles, 1, None))):
+        return list(messages)  # already alternating (the usual case): nothing to build
     folded: list[LlmMessage] = []
     start, count = 0, len(messages)
     while start < count:
@@ -192,6 +197,11 @@ def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
             folded.append(LlmMessage.model_construct(role=first.role, content=parts))
         start = end
     return folded
+
+
+# Field readers for the passes that run once per message of a request: mapped in C, not in Python.
+_MESSAGE = operator.attrgetter("message")
+_ROLE = operator.attrgetter("role")
 
 
 def text_message(role: Literal["user", "assistant"], text: str) -> LlmMessage:

@@ -29,9 +29,12 @@ def error_from_reply(dialect: Dialect, status: int | None, body: Any) -> LlmErro
     """The classified error of one failed reply or stream error frame."""
     inner = _inner(body)
     message = inner.get("message")
-    code = inner.get("code")
-    if code is None or isinstance(code, bool):
-        code = inner.get("status") if dialect == "gemini" else inner.get("type")
+    if dialect == "gemini":  # google.rpc: ``code`` repeats the HTTP status, ``status`` names the failure
+        code = inner.get("status")
+    else:
+        code = inner.get("code")
+        if code is None or isinstance(code, bool):
+            code = inner.get("type")
     return LlmError(
         kind=classify_provider_error(dialect, status, body),
         message=message if isinstance(message, str) else f"HTTP {status}" if status else "stream error",

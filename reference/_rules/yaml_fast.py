@@ -72,20 +72,29 @@ YAML11_LOOKALIKE = re.compile(
 )
 
 
+# First characters after which none of the start checks below can match: no indicator, no document
+# marker, no implicit resolver of the table (keyed by first character) and no YAML 1.1 lookalike.
+_CHECKED_FIRST = frozenset(_IMPLICIT) | frozenset("yYnNoO~") | frozenset(" #,[]{}&*!|>'\"%@`?:-.")
+
+
+@functools.lru_cache(maxsize=8192)  # an export repeats roles, part types, ids of its session and model
 def _string(text: str) -> str:
     if not text:
         return "''"
     if not _PRINTABLE_LINE.fullmatch(text):
         raise _Fallback
-    plain = not (text[-1] in " :" or ": " in text or " #" in text or _NOT_PLAIN_START.match(text) is not None)
-    plain = plain and not YAML11_LOOKALIKE.match(text)  # a YAML 1.1 reader would misread it (KD-EXP-6)
-    if plain:
-        for is_str, match in _IMPLICIT.get(text[0], ()):
+    plain = not (text[-1] in " :" or ": " in text or " #" in text)
+    if plain and text[0] in _CHECKED_FIRST:
+        plain = _NOT_PLAIN_START.match(text) is None
+        plain = plain and not YAML11_LOOKALIKE.match(text)  # a YAML 1.1 reader would misread it (KD-EXP-6)
+        for is_str, match in _IMPLICIT.get(text[0], ()) if plain else ():
             if match(text):
                 plain = is_str
                 break
-    if plain:
-        return text
+    return text if plain else _quoted(text)
+
+
+def _quoted(text: str) -> str:
     if "'" in text:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return "'" + text + "'"

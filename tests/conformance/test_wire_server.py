@@ -24,9 +24,9 @@ from relavium_conformance._report.results import Difference
 from relavium_conformance._run.wire_render import ERROR_PAYLOADS, render
 from relavium_conformance._run.wire_server import WireServer
 from relavium_conformance._wire.model import kit_parse
+from relavium_reference._host.http_provider import reader_for
 from relavium_reference._model.llm import StreamChunk
 from relavium_reference._model.vocabulary import LlmErrorKind
-from relavium_reference._rules import wire_anthropic, wire_openai
 from relavium_reference._rules.sse import decode_all
 from relavium_reference._rules.wire_errors import error_from_reply
 
@@ -51,8 +51,8 @@ class _Observed:
         self.violations: list[Difference] = []
 
 
-def _reader(dialect: str) -> wire_anthropic.AnthropicStream | wire_openai.OpenAiStream:
-    return wire_anthropic.AnthropicStream() if dialect == "anthropic" else wire_openai.OpenAiStream(dialect)  # type: ignore[arg-type]
+def _reader(dialect: str) -> Any:
+    return reader_for(dialect)  # type: ignore[arg-type]
 
 
 def _read(dialect: str, body: bytes) -> list[dict[str, Any]]:
@@ -73,7 +73,7 @@ def test_a_rendered_stream_reads_back_as_its_script(dialect: str, script: list[d
     assert _read(dialect, b"".join(reply.frames)) == script
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "openai", "deepseek"])
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "deepseek", "gemini"])
 def test_every_renderable_error_kind_classifies_as_that_kind(dialect: str) -> None:
     for kind in ERROR_PAYLOADS[dialect]:
         reply = render(dialect, [{"type": "error", "error": {"kind": kind}}], "m")
@@ -86,7 +86,7 @@ def test_every_renderable_error_kind_classifies_as_that_kind(dialect: str) -> No
 
 def test_a_mid_stream_error_is_a_frame_after_the_content() -> None:
     script = [{"type": "text_delta", "text": "par"}, {"type": "error", "error": {"kind": "overloaded"}}]
-    for dialect in ("anthropic", "openai"):
+    for dialect in ("anthropic", "openai", "gemini"):
         chunks = _read(dialect, b"".join(render(dialect, script, "m").frames))
         assert chunks[0] == {"type": "text_delta", "text": "par"}
         assert chunks[1]["error"]["kind"] == "overloaded"
@@ -338,3 +338,125 @@ def test_the_native_context_stop_is_a_200_stream_with_its_usage() -> None:
     assert chunks[0] == {"type": "text_delta", "text": "so far"}
     assert chunks[1]["error"]["code"] == "model_context_window_exceeded"
     assert chunks[1]["usage"] == {"inputTokens": 1800, "outputTokens": 200}
+
+
+# -- Gemini: whole function calls, usage on every chunk, the model in the path ----------------------------
+
+
+def _gemini_expected(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The script as the engine reads Gemini back: a call's fragments arrive as one argument object, and
+    a STOP after a call is tool_use (Gemini has no tool-use finish reason; ``tool_use`` without calls is
+    STOP)."""
+    out: list[dict[str, Any]] = []
+    args: dict[str, str] = {}
+    for step in script:
+        if step["type"] == "tool_call_delta":
+            args[step["id"]] += step["argsJsonDelta"]
+        elif step["type"] == "tool_call_start":
+            args[step["id"]] = ""
+            out.append(step)
+        elif step["type"] == "tool_call_end":
+            joined = json.dumps(json.loads(args[step["id"]] or "{}"), ensure_ascii=False)
+            out += [{"type": "tool_call_delta", "id": step["id"], "argsJsonDelta": joined}, step]
+        elif step["type"] == "stop":
+            reason = step["stopReason"]
+            if reason in ("stop", "tool_use"):
+                reason = "tool_use" if args else "stop"
+            out.append({**step, "stopReason": reason})
+        else:
+            out.append(step)
+    return out
+
+
+@pytest.mark.parametrize("script", [TOOL_ROUND, TEXT], ids=["tool-round", "text"])
+def test_a_rendered_gemini_stream_reads_back_as_its_script(script: list[dict[str, Any]]) -> None:
+    reply = render("gemini", script, "m")
+    assert (reply.status, reply.disconnect) == (200, False)
+    assert _read("gemini", b"".join(reply.frames)) == _gemini_expected(script)
+    usages = [json.loads(e.data)["usageMetadata"] for e in decode_all(b"".join(reply.frames))]
+    stop = script[-1]["usage"]
+    assert all(u["promptTokenCount"] == stop["inputTokens"] for u in usages)  # a running total on each
+    assert usages[-1]["candidatesTokenCount"] == stop["outputTokens"]
+
+
+def test_a_gemini_function_call_must_be_one_json_object() -> None:
+    script = [
+        {"type": "tool_call_start", "id": "c", "name": "f"},
+        {"type": "tool_call_delta", "id": "c", "argsJsonDelta": "[1"},
+        {"type": "tool_call_end", "id": "c"},
+        {"type": "stop", "stopReason": "tool_use"},
+    ]
+    with pytest.raises(KitUsageError, match="whole"):
+        render("gemini", script, "m")
+
+
+@st.composite
+def _gemini_scripts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Like :func:`_scripts`, but every call's fragments join into one JSON object (Gemini's only form)."""
+    steps: list[dict[str, Any]] = []
+    for index in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            steps += [
+                {"type": "text_delta", "text": t} for t in draw(st.lists(_TEXT, min_size=1, max_size=3))
+            ]
+            continue
+        call = f"call_{index}"
+        args = json.dumps(draw(st.dictionaries(_TEXT, st.integers() | _TEXT, max_size=3)))
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(args) - 1)), max_size=3)))
+        pieces = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True) if args[a:b]]
+        steps.append({"type": "tool_call_start", "id": call, "name": "echo"})
+        steps += [{"type": "tool_call_delta", "id": call, "argsJsonDelta": p} for p in pieces]
+        steps.append({"type": "tool_call_end", "id": call})
+    usage = {"inputTokens": draw(st.integers(0, 10**6)), "outputTokens": draw(st.integers(0, 10**6))}
+    reason = draw(st.sampled_from(["stop", "length", "tool_use", "content_filter"]))
+    return [*steps, {"type": "stop", "stopReason": reason, "usage": usage}]
+
+
+@settings(max_examples=60)
+@given(script=_gemini_scripts())
+def test_any_gemini_script_survives_rendering_and_reading_back(script: list[dict[str, Any]]) -> None:
+    assert _read("gemini", b"".join(render("gemini", script, "m").frames)) == _gemini_expected(script)
+
+
+def test_a_gemini_request_is_booked_with_the_model_of_its_path() -> None:
+    path = "/gemini/v1beta/models/gemini-kit-1:streamGenerateContent?alt=sse"
+    raw, observed = asyncio.run(_exchange(TEXT, dialect="gemini", path=path))
+    assert raw.startswith(b"HTTP/1.1 200 OK\r\n")
+    [request] = observed.provider_requests
+    assert (request["provider"], request["model"]) == ("gemini", "gemini-kit-1")
+    assert request["http"]["path"] == "/v1beta/models/gemini-kit-1:streamGenerateContent?alt=sse"
+    assert observed.violations == []
+    for wrong in ("/gemini/v1beta/models/m:generateContent", "/gemini/v1beta/models/m:streamGenerateContent"):
+        raw, observed = asyncio.run(_exchange(TEXT, dialect="gemini", path=wrong))
+        assert raw.startswith(b"HTTP/1.1 404 ")  # not streamed, or not as SSE
+        assert "no provider endpoint" in observed.violations[0].message
+
+
+def test_the_gemini_sdk_reads_the_rendered_stream() -> None:
+    genai = pytest.importorskip(
+        "google.genai",
+        reason="google-genai is not installed (pip install -e '.[test]' installs google-genai<3)",
+    )
+
+    async def run() -> tuple[list[Any], _Observed]:
+        observed = _Observed()
+        queue = [TOOL_ROUND]
+        server = await WireServer.start({"gemini": "official"}, observed, lambda: queue.pop(0))
+        try:
+            options = genai.types.HttpOptions(base_url=server.endpoints()[0]["baseUrl"])
+            client = genai.Client(api_key="k", http_options=options)
+            stream = await client.aio.models.generate_content_stream(model="gemini-kit-1", contents="hi")
+            return [chunk async for chunk in stream], observed
+        finally:
+            await server.close()
+
+    chunks, observed = asyncio.run(run())
+    assert observed.violations == []
+    assert observed.provider_requests[0]["model"] == "gemini-kit-1"
+    parts = [p for c in chunks for p in c.candidates[0].content.parts]
+    assert "".join(p.text or "" for p in parts) == "Let me look."
+    [call] = [p.function_call for p in parts if p.function_call]
+    assert (call.id, call.name, call.args) == ("call_1", "echo", {"x": 1})
+    assert chunks[-1].candidates[0].finish_reason == "STOP"
+    usage = chunks[-1].usage_metadata
+    assert (usage.prompt_token_count, usage.candidates_token_count) == (12, 7)

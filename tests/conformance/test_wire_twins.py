@@ -53,7 +53,7 @@ def test_a_twin_takes_its_endpoints_from_the_agent_and_its_recorded_failures() -
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [
-        ({"setup": {"agent": {"provider": "gemini"}}}, "no HTTP dialect"),
+        ({"setup": {"agent": {"provider": "mistral"}}}, "no HTTP dialect"),
         ({"provider": [[{"do": "abort"}, {"type": "text_delta", "text": "x"}]]}, "no do or hold"),
         ({"expect": {"provider_requests": [{"request": {"messages": []}}]}}, "seam-level request"),
         (

@@ -27,8 +27,10 @@ from relavium_reference._rules.projection import (
     HistoryMessage,
     ProjectedRequest,
     estimate_tokens,
+    fold_same_role,
     project_history,
     project_request,
+    text_message,
 )
 from relavium_reference._rules.resume import reconstruct_session_state
 from relavium_reference._rules.trim import plan_trim
@@ -116,7 +118,7 @@ def test_each_request_owns_its_lists_and_shares_only_frozen_values() -> None:
     assert [p.text for p in folded.content if isinstance(p, LlmTextPart)] == ["q2", "q3"]
     assert isinstance(folded.content, tuple)
     with pytest.raises(ValidationError):
-        folded.content[0].text = "MUTATED"  # type: ignore[misc]
+        folded.content[0].text = "MUTATED"  # type: ignore[misc,union-attr]
     with pytest.raises(ValidationError):
         folded.role = "assistant"  # type: ignore[misc]
     assert [m.to_wire() for m in again.messages] == pristine
@@ -124,6 +126,31 @@ def test_each_request_owns_its_lists_and_shares_only_frozen_values() -> None:
     assert tools[0].parameters == {"type": "object", "properties": {}}
     assert again.tools is not None
     assert again.tools[0].parameters == tools[0].parameters
+
+
+def test_folding_shares_alternating_messages_and_joins_each_run_once() -> None:
+    u1, a1, u2, u3, u4, a2 = (
+        text_message(role, text)  # type: ignore[arg-type]
+        for role, text in [
+            ("user", "u1"),
+            ("assistant", "a1"),
+            ("user", "u2"),
+            ("user", "u3"),
+            ("user", "u4"),
+            ("assistant", "a2"),
+        ]
+    )
+    alternating = [u1, a1, u2]
+    folded = fold_same_role(alternating)
+    assert folded == alternating
+    assert folded is not alternating
+    assert all(a is b for a, b in zip(folded, alternating, strict=True))
+    runs = fold_same_role([u1, a1, u2, u3, u4, a2])
+    assert [m.role for m in runs] == ["user", "assistant", "user", "assistant"]
+    assert runs[2].content == (*u2.content, *u3.content, *u4.content)
+    assert runs[2] == LlmMessage(role="user", content=[*u2.content, *u3.content, *u4.content])
+    assert runs[1] is a1
+    assert runs[3] is a2
 
 
 def test_a_history_message_is_validated_once_and_shared_by_requests() -> None:

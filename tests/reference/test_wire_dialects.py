@@ -19,7 +19,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.reference.wirekit import ERRORS, STREAMS, matches, mid_stream_body, seam
 
-from relavium_reference._host.http_provider import HTTP_DIALECTS, HttpEndpoint, HttpProvider, http_resolver
+from relavium_reference._host.http_provider import (
+    HTTP_DIALECTS,
+    HttpEndpoint,
+    HttpProvider,
+    http_resolver,
+    reader_for,
+)
 from relavium_reference._model.llm import (
     LlmMessage,
     LlmRequest,
@@ -31,19 +37,25 @@ from relavium_reference._model.llm import (
     ToolDef,
 )
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
-from relavium_reference._rules import wire_anthropic, wire_openai
+from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
 from relavium_reference._rules.sse import SseDecoder, SseEvent, decode_all
 
 BASE = {
     "anthropic": "http://127.0.0.1:4010",
     "openai": "http://127.0.0.1:4011/v1",
     "deepseek": "http://127.0.0.1:4012",
+    "gemini": "http://127.0.0.1:4013",
 }
-PATH = {"anthropic": "/v1/messages", "openai": "/chat/completions", "deepseek": "/chat/completions"}
+PATH = {
+    "anthropic": "/v1/messages",
+    "openai": "/chat/completions",
+    "deepseek": "/chat/completions",
+    "gemini": wire_gemini.stream_path("model-a"),
+}
 
 
-def _reader(dialect: str) -> wire_anthropic.AnthropicStream | wire_openai.OpenAiStream:
-    return wire_anthropic.AnthropicStream() if dialect == "anthropic" else wire_openai.OpenAiStream(dialect)  # type: ignore[arg-type]
+def _reader(dialect: str) -> Any:
+    return reader_for(dialect)  # type: ignore[arg-type]
 
 
 def _request(**extra: Any) -> LlmRequest:
@@ -88,8 +100,8 @@ def test_each_recorded_stream_reads_as_its_seam_chunks(fixture: dict[str, Any]) 
     assert matches(seam(chunks), fixture["chunks"]), seam(chunks)
 
 
-def test_the_fixtures_cover_both_dialects_and_every_ending() -> None:
-    for dialect in ("anthropic", "openai"):
+def test_the_fixtures_cover_every_dialect_and_every_ending() -> None:
+    for dialect in ("anthropic", "openai", "gemini"):
         mine = [f for f in STREAMS if f["dialect"] == dialect]
         endings = {f["chunks"][-1]["type"] for f in mine}
         assert endings == {"stop", "error"}, dialect
@@ -211,6 +223,11 @@ def test_each_recorded_stream_over_http_in_small_pieces(fixture: dict[str, Any])
         chunks = asyncio.run(_collect(_provider(dialect)))
     assert matches(seam(chunks), fixture["chunks"]), seam(chunks)
     sent = route.calls.last.request
+    if dialect == "gemini":  # the model and the streaming choice are in the URL
+        assert sent.url.path == "/v1beta/models/model-a:streamGenerateContent"
+        assert sent.url.params["alt"] == "sse"
+        assert sent.headers["x-goog-api-key"] == "k"
+        return
     assert json.loads(sent.content)["stream"] is True
     assert json.loads(sent.content)["model"] == "model-a"
     if dialect == "anthropic":
@@ -265,7 +282,7 @@ def test_a_body_that_is_not_json_is_still_classified_by_status() -> None:
     ],
 )
 def test_a_failed_connection_is_a_transport_error_chunk(raised: Exception, kind: LlmErrorKind) -> None:
-    for dialect in ("anthropic", "openai"):
+    for dialect in ("anthropic", "openai", "gemini"):
         with respx.mock() as router:
             _serve(router, dialect, raised)
             chunks = asyncio.run(_collect(_provider(dialect)))

@@ -2,13 +2,13 @@
 
 Every recorded stream (``fixtures/wire/streams.yaml``) and every recorded error envelope
 (``fixtures/wire/provider-errors.yaml``) is served through respx to the official Python SDK of its dialect
-(the httpx-era ones, ``anthropic<1`` and ``openai<3``: respx patches httpx only, see the wire facts §0).
+(the httpx-era ones, ``anthropic<1``, ``openai<3`` and ``google-genai<3``: respx patches httpx only, see
+the wire facts §0).
 The SDK must accept the bytes (no parse failure), and what it makes of them (the text, the tool calls and
 their arguments, the stop reason, the usage; the error's status, type and code) must agree with what the
 engine's own reader made of the same bytes.  A fixture the SDKs cannot read is not a recorded shape.
 
-When an SDK is not installed, its fixtures are skipped with that reason; Gemini's are skipped unless
-``google-genai`` is installed (it is not in the test extra: no HTTP dialect of the engine speaks it yet).
+When an SDK is not installed, its fixtures are skipped with that reason (the test extra installs all three).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 import respx
 from tests.reference.wirekit import ERRORS, STREAMS, mid_stream_body
 
+from relavium_reference._host.http_provider import reader_for
 from relavium_reference._model.llm import (
     StopChunk,
     StreamChunk,
@@ -29,7 +30,7 @@ from relavium_reference._model.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
-from relavium_reference._rules import wire_anthropic, wire_openai
+from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
 from relavium_reference._rules.sse import decode_all
 
 BASE = "http://127.0.0.1:4010"
@@ -37,7 +38,7 @@ _SDK = {"anthropic": "anthropic", "openai": "openai", "deepseek": "openai", "gem
 _WHY = {
     "anthropic": "the anthropic SDK is not installed (pip install -e '.[test]' installs anthropic<1)",
     "openai": "the openai SDK is not installed (pip install -e '.[test]' installs openai<3)",
-    "google.genai": "google-genai is not installed (not in the test extra: the engine speaks no Gemini yet)",
+    "google.genai": "google-genai is not installed (pip install -e '.[test]' installs google-genai<3)",
 }
 
 
@@ -47,8 +48,7 @@ def _sdk(dialect: str) -> Any:
 
 
 def _ours(fixture: dict[str, Any]) -> list[StreamChunk]:
-    dialect = fixture["dialect"]
-    reader = wire_anthropic.AnthropicStream() if dialect == "anthropic" else wire_openai.OpenAiStream(dialect)
+    reader = reader_for(fixture["dialect"])
     chunks: list[StreamChunk] = []
     for event in decode_all(fixture["body"].encode()):
         chunks.extend(reader.event(event))
@@ -156,11 +156,84 @@ def _check_openai(fixture: dict[str, Any], sdk: Any) -> None:
         assert last.error.kind.value == "transport"
 
 
+def _gemini_client(sdk: Any) -> Any:
+    # keep the client referenced while it streams: an unreferenced one closes its HTTP client (§3)
+    return sdk.Client(api_key="k", http_options=sdk.types.HttpOptions(base_url=BASE))
+
+
+def _gemini_stream(sdk: Any, reply: httpx.Response) -> tuple[list[Any], Exception | None]:
+    client = _gemini_client(sdk)
+    seen: list[Any] = []
+    with respx.mock(assert_all_called=True) as router:
+        router.post(url__regex=r".*/models/m:streamGenerateContent").mock(return_value=reply)
+        try:
+            for response in client.models.generate_content_stream(model="m", contents="hi"):
+                seen.append(response)
+        except sdk.errors.APIError as exc:
+            return seen, exc
+    return seen, None
+
+
+def _check_gemini(fixture: dict[str, Any], sdk: Any) -> None:
+    ours = _summary(_ours(fixture))
+    seen, raised = _gemini_stream(sdk, httpx.Response(200, content=fixture["body"].encode()))
+    text, calls, finish, usage = "", [], None, None
+    for response in seen:
+        usage = response.usage_metadata or usage
+        for candidate in response.candidates or ():
+            finish = candidate.finish_reason or finish
+            for part in (candidate.content and candidate.content.parts) or ():
+                if part.text and not part.thought:
+                    text += part.text
+                if part.function_call is not None:
+                    calls.append((part.function_call.id, part.function_call.name, part.function_call.args))
+    assert text == ours["text"]
+    assert [(n, a) for _, n, a in calls] == [(n, a) for _, n, a in ours["calls"]]
+    assert all(
+        i is None or i == ours_id for (i, _, _), (ours_id, _, _) in zip(calls, ours["calls"], strict=True)
+    )
+    last = ours["last"]
+    if raised is not None:  # a mid-stream error frame: the SDK raises it with the frame's status name
+        assert isinstance(last, StreamErrorChunk)
+        assert raised.status == last.error.code  # type: ignore[attr-defined]
+    elif finish is None:  # no finishReason: the SDK's iteration just ends
+        assert isinstance(last, StreamErrorChunk)
+        assert last.error.kind.value == "transport"
+    else:
+        assert usage is not None
+        total_in = (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0)
+        total_out = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+        name = finish.value if hasattr(finish, "value") else str(finish)
+        if isinstance(last, StopChunk):
+            assert (total_in, total_out) == (last.usage.input_tokens, last.usage.output_tokens)
+            assert name in wire_gemini._FINISH_REASONS
+        else:
+            assert last.error.code == name
+
+
+def _check_gemini_error(vector: dict[str, Any], sdk: Any) -> None:
+    status, body = vector["status"], vector["body"]
+    reply = (
+        httpx.Response(200, content=mid_stream_body("gemini", body))
+        if status is None
+        else httpx.Response(status, json=body)
+    )
+    _, raised = _gemini_stream(sdk, reply)
+    assert isinstance(raised, sdk.errors.APIError)
+    inner = body["error"]
+    assert (raised.code, raised.status, raised.message) == (inner["code"], inner["status"], inner["message"])
+    if status is not None:
+        expected = sdk.errors.ClientError if status < 500 else sdk.errors.ServerError
+        assert isinstance(raised, expected)
+
+
 @pytest.mark.parametrize("fixture", STREAMS, ids=[f["name"] for f in STREAMS])
 def test_each_recorded_stream_parses_in_the_official_sdk_as_in_the_engine(fixture: dict[str, Any]) -> None:
     sdk = _sdk(fixture["dialect"])
     if fixture["dialect"] == "anthropic":
         _check_anthropic(fixture, sdk)
+    elif fixture["dialect"] == "gemini":
+        _check_gemini(fixture, sdk)
     else:
         _check_openai(fixture, sdk)
 
@@ -196,7 +269,8 @@ def _raised_by_sdk(vector: dict[str, Any], sdk: Any) -> Any:
 def test_each_recorded_error_is_the_error_the_official_sdk_raises(vector: dict[str, Any]) -> None:
     sdk = _sdk(vector["dialect"])
     if vector["dialect"] == "gemini":
-        pytest.skip("google-genai is installed, but no Gemini HTTP dialect is checked against it yet")
+        _check_gemini_error(vector, sdk)
+        return
     raised = _raised_by_sdk(vector, sdk)
     inner = vector["body"].get("error", vector["body"])
     if vector["status"] is None:

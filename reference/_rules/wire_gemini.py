@@ -1,0 +1,251 @@
+"""The Gemini ``generateContent`` dialect (Google's generativelanguage API): request body and stream, no I/O.
+
+Request: ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` with the key in
+``x-goog-api-key``; the model is in the path, not the body.  The seam's messages become ``contents`` of
+role ``user`` or ``model`` (consecutive ones of one role merged); an assistant's tool calls are
+``functionCall`` parts with their arguments as an object; a tool result is a ``functionResponse`` part of a
+``user`` content, naming the function the call named (Gemini pairs results by name, and by ``id`` when the
+call carried one), its value under ``output`` (``error`` when the tool failed).  The system prompt is
+``systemInstruction``, the tools one ``functionDeclarations`` list, the output cap
+``generationConfig.maxOutputTokens``.
+
+Stream (``provider-wire-facts.md`` §3): ``data:`` lines without an event name, each a whole
+``GenerateContentResponse``: ``candidates[0].content.parts`` (``text``; ``thought: true`` text is
+reasoning; ``functionCall`` arrives whole, never in fragments), ``usageMetadata`` (a running total: the
+latest count stands, never a sum), and on the last one ``finishReason``.  There is no ``[DONE]``: the chunk
+carrying ``finishReason`` ends the reply, and a body that ends before one is a transport failure.
+Gemini has no tool-use finish reason: ``STOP`` after a ``functionCall`` is the seam's ``tool_use``.  A data
+object with an ``error`` is a failure frame (the google.rpc envelope).  A prompt blocked outright
+(``promptFeedback.blockReason``, no candidates) is a content-filter stop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from relavium_reference._model.llm import (
+    LlmError,
+    LlmMessage,
+    LlmReasoningPart,
+    LlmRequest,
+    LlmTextPart,
+    LlmToolCallPart,
+    LlmToolResultPart,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StopChunk,
+    StreamChunk,
+    StreamErrorChunk,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
+from relavium_reference._rules.sse import SseEvent
+from relavium_reference._rules.wire_errors import error_from_reply, transport_error
+
+__all__ = ["API_VERSION", "GeminiStream", "build_request", "request_headers", "stream_path"]
+
+API_VERSION = "v1beta"
+
+_FINISH_REASONS: dict[str, StopReason] = {
+    "STOP": StopReason.STOP,
+    "MAX_TOKENS": StopReason.LENGTH,
+    "SAFETY": StopReason.CONTENT_FILTER,
+    "RECITATION": StopReason.CONTENT_FILTER,
+    "BLOCKLIST": StopReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": StopReason.CONTENT_FILTER,
+    "SPII": StopReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": StopReason.CONTENT_FILTER,
+}
+"""The finish reasons that end a reply normally; any other (``MALFORMED_FUNCTION_CALL``, ``OTHER``...) is a
+failure of unknown kind that names the reason."""
+
+
+def stream_path(model: str) -> str:
+    """The request path and query below the base URL (a ``models/`` prefix on the name is dropped)."""
+    name = model.removeprefix("models/")
+    return f"/{API_VERSION}/models/{quote(name, safe='.-_')}:streamGenerateContent?alt=sse"
+
+
+def request_headers(api_key: str) -> dict[str, str]:
+    return {
+        "x-goog-api-key": api_key,
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+    }
+
+
+def _response(result: Any, is_error: bool) -> dict[str, Any]:
+    return {"error" if is_error else "output": result}
+
+
+def _parts(message: LlmMessage, names: dict[str, str]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, LlmTextPart):
+            if part.text:
+                parts.append({"text": part.text})
+        elif isinstance(part, LlmToolCallPart):
+            names[part.id] = part.name
+            args = part.args if isinstance(part.args, dict) else {}
+            parts.append({"functionCall": {"id": part.id, "name": part.name, "args": args}})
+        elif isinstance(part, LlmToolResultPart):
+            response = {
+                "id": part.tool_call_id,
+                "name": names.get(part.tool_call_id, part.tool_call_id),
+                "response": _response(part.result, part.is_error),
+            }
+            parts.append({"functionResponse": response})
+        elif isinstance(part, LlmReasoningPart) and part.text:
+            parts.append({"text": part.text, "thought": True})
+    return parts
+
+
+def build_request(request: LlmRequest) -> dict[str, Any]:
+    """The JSON body of one streamed ``generateContent`` request (the model goes in the path)."""
+    names: dict[str, str] = {}  # call id -> function name, for the results that follow their calls
+    contents: list[dict[str, Any]] = []
+    for message in request.messages:
+        role = "model" if message.role == "assistant" else "user"
+        parts = _parts(message, names)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    body: dict[str, Any] = {"contents": contents}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.tools:
+        declarations = [
+            {
+                "name": tool.name,
+                **({"description": tool.description} if tool.description else {}),
+                "parametersJsonSchema": tool.parameters,
+            }
+            for tool in request.tools
+        ]
+        body["tools"] = [{"functionDeclarations": declarations}]
+    if request.max_tokens:
+        body["generationConfig"] = {"maxOutputTokens": request.max_tokens}
+    return body
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class GeminiStream:
+    """Reads one streamed reply, data line by data line; :attr:`finished` once it has ended either way."""
+
+    def __init__(self) -> None:
+        self.finished = False
+        self._calls = 0  # function calls seen (ids for the ones that carry none)
+        self._reasoning = False
+        self._usage = Usage()
+
+    def event(self, sse: SseEvent) -> list[StreamChunk]:
+        if self.finished:
+            return []
+        try:
+            data = json.loads(sse.data)
+        except ValueError:
+            return self._end([StreamErrorChunk(error=transport_error("gemini", "malformed chunk data"))])
+        if not isinstance(data, dict):
+            return []
+        if data.get("error"):
+            return self._end([StreamErrorChunk(error=error_from_reply("gemini", None, data))])
+        self.usage(data.get("usageMetadata"))
+        candidates = data.get("candidates")
+        candidate = candidates[0] if isinstance(candidates, list) and candidates else None
+        if not isinstance(candidate, dict):
+            feedback = data.get("promptFeedback")
+            if isinstance(feedback, dict) and feedback.get("blockReason"):
+                return self._end([StopChunk(stop_reason=StopReason.CONTENT_FILTER, usage=self._usage)])
+            return []
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        chunks: list[StreamChunk] = []
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict):
+                chunks.extend(self._part(part))
+        finish = candidate.get("finishReason")
+        if isinstance(finish, str) and finish:
+            chunks.extend(self._finish(finish))
+        return chunks
+
+    def end(self) -> list[StreamChunk]:
+        """The byte stream ended: a reply without a ``finishReason`` did not complete."""
+        if self.finished:
+            return []
+        message = "the stream ended before a finishReason"
+        return self._end([StreamErrorChunk(error=transport_error("gemini", message))])
+
+    def usage(self, metadata: Any) -> None:
+        """``usageMetadata`` is the reply's running total: the latest report stands."""
+        if not isinstance(metadata, dict):
+            return
+        self._usage = Usage(
+            input_tokens=_count(metadata.get("promptTokenCount"))
+            + _count(metadata.get("toolUsePromptTokenCount")),
+            output_tokens=_count(metadata.get("candidatesTokenCount"))
+            + _count(metadata.get("thoughtsTokenCount")),
+        )
+
+    def _end(self, chunks: list[StreamChunk]) -> list[StreamChunk]:
+        self.finished = True
+        return chunks
+
+    def _close_reasoning(self) -> list[StreamChunk]:
+        if not self._reasoning:
+            return []
+        self._reasoning = False
+        return [ReasoningEnd(id="reasoning-0")]
+
+    def _part(self, part: dict[str, Any]) -> list[StreamChunk]:
+        text = part.get("text")
+        if part.get("thought") is True:
+            if not isinstance(text, str) or not text:
+                return []
+            opening: list[StreamChunk] = [] if self._reasoning else [ReasoningStart(id="reasoning-0")]
+            self._reasoning = True
+            return [*opening, ReasoningDelta(id="reasoning-0", text=text)]
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            call_id = str(call.get("id") or f"call-{self._calls}")
+            self._calls += 1
+            args = call.get("args")
+            arguments = json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False)
+            return [
+                *self._close_reasoning(),
+                ToolCallStart(id=call_id, name=str(call.get("name") or "")),
+                ToolCallDelta(id=call_id, args_json_delta=arguments),
+                ToolCallEnd(id=call_id),
+            ]
+        if isinstance(text, str) and text:
+            return [*self._close_reasoning(), TextDelta(text=text)]
+        return []
+
+    def _finish(self, finish: str) -> list[StreamChunk]:
+        chunks: list[StreamChunk] = [*self._close_reasoning()]
+        reason = _FINISH_REASONS.get(finish)
+        if reason is None:
+            error = LlmError(
+                kind=LlmErrorKind.UNKNOWN,
+                message=f"the reply ended with finish reason {finish}",
+                provider="gemini",
+                code=finish,
+            )
+            chunks.append(StreamErrorChunk(error=error, usage=self._usage))
+        else:
+            if reason is StopReason.STOP and self._calls:
+                reason = StopReason.TOOL_USE  # Gemini has no tool-use finish reason of its own
+            chunks.append(StopChunk(stop_reason=reason, usage=self._usage))
+        return self._end(chunks)
