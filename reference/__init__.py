@@ -7,6 +7,7 @@ from relavium_reference._host.scripted import ProviderScript, ScriptedProvider, 
 from relavium_reference._host.session import DEFAULT_SESSION_MAX_TURNS, AgentSession, SessionDeps, TurnResult
 from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.store_usage import SqliteUsageWriter
 from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS
 from relavium_reference._model.commands import (
     CommandAllowlist,
@@ -155,6 +156,7 @@ __all__ = [
     "SessionTurnCompleted",
     "SessionTurnStarted",
     "SqlitePersister",
+    "SqliteUsageWriter",
     "StopReason",
     "StoreError",
     "StreamChunk",

@@ -210,12 +210,13 @@ class ApprovalStep(KitStrict):
 
 class EventHook(KitStrict):
     """When the ``nth`` event of ``type`` is emitted, perform ``do`` before acknowledging it; with
-    ``fail``, answer the delivery with an error instead (a host sink that throws, KD-EVT-5)."""
+    ``fail``, answer the delivery with an error instead (a host sink that throws, KD-EVT-5): ``true`` or
+    ``raw`` an opaque error, ``classified`` a readable classified one (KD-EVT-8)."""
 
     type: str
     nth: Annotated[int, Field(ge=1)] = 1
     do: DoAction | None = None
-    fail: bool = False
+    fail: bool | Literal["classified", "raw"] = False
 
     @model_validator(mode="after")
     def _acts(self) -> EventHook:
@@ -230,6 +231,26 @@ class AckAnswer(KitStrict):
     ``do`` runs first (``do: cancel`` makes the answer that follows a late one), then ``hold`` never
     answers, else ``fail`` refuses the acknowledgement and anything else acknowledges it.
     """
+
+    do: DoAction | None = None
+    hold: bool = False
+    fail: bool = False
+
+
+class EstimateAnswer(KitStrict):
+    """How the kit's provider answers one ``provider.estimate`` (in order; default: the kit's own KD-COMP-2
+    estimate of the request).  ``do`` runs first, then ``hold`` never answers, else ``fail`` answers with an
+    error and anything else answers ``tokens`` (or the default)."""
+
+    tokens: Annotated[int, Field(ge=0)] | None = None
+    do: DoAction | None = None
+    hold: bool = False
+    fail: bool = False
+
+
+class MarkerAnswer(KitStrict):
+    """How the kit's host answers one ``host.appendMarker`` (in order; default: append).  ``do`` runs
+    first (the marker is then appended, or with ``fail`` refused), ``hold`` never answers."""
 
     do: DoAction | None = None
     hold: bool = False
@@ -316,6 +337,7 @@ class CaseExpect(KitStrict):
     summary_requests: tuple[dict[str, Any], ...] | None = None
     summary_request_count: Annotated[int, Field(ge=0)] | None = None
     compaction_starts: tuple[dict[str, Any], ...] | None = None
+    estimate_requests: tuple[dict[str, Any], ...] | None = None
     tool_calls: tuple[dict[str, Any], ...] | None = None
     confirms: tuple[dict[str, Any], ...] | None = None
     rows: tuple[dict[str, Any], ...] | None = None
@@ -356,6 +378,8 @@ class Case(KitStrict):
     provider: tuple[tuple[ProviderStep, ...], ...] = ()
     summaries: tuple[tuple[ProviderStep, ...], ...] = ()  # summary passes (provider.open purpose summary)
     acknowledgements: tuple[AckAnswer, ...] = ()  # answers to host.compactionStart, in order
+    estimates: tuple[EstimateAnswer, ...] = ()  # answers to provider.estimate, in order
+    markers: tuple[MarkerAnswer, ...] = ()  # answers to host.appendMarker, in order
     tools: tuple[ToolAnswer, ...] = ()
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()

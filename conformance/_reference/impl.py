@@ -74,6 +74,7 @@ from relavium_reference import (
 from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
+from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.history_results import BoundaryMarker, CompactionStart
 from relavium_reference._model.invocation import ALWAYS_ADMIT, Invocation, ModelInfo
 from relavium_reference._model.messages import (
@@ -265,6 +266,22 @@ class _KitProvider:
                 return
 
 
+class _KitEstimatingProvider(_KitProvider):
+    """A kit provider with its own token estimator (``deps.providerEstimates``, KD-COMP-8)."""
+
+    async def estimate_tokens(self, request: LlmRequest) -> int:
+        answer = await self._callback(
+            "provider.estimate",
+            {
+                "handle": self._handle,
+                "provider": self._provider,
+                "model": self._model,
+                "request": request.to_wire(),
+            },
+        )
+        return int(answer["inputTokens"])
+
+
 class ReferenceImplementation:
     """Serves the kit's operations for any number of sessions, each named by the kit's ``handle``."""
 
@@ -450,7 +467,15 @@ class ReferenceImplementation:
         callback = self._callback
 
         async def emit(event: SessionEvent) -> None:
-            await callback("host.emit", {"handle": handle, "event": event.to_wire()})
+            """A classified error answer becomes the engine's readable :class:`ObserverError`; any other
+            error answer is raw and propagates as it came (KD-EVT-5)."""
+            try:
+                await callback("host.emit", {"handle": handle, "event": event.to_wire()})
+            except RpcError as failure:
+                data = failure.data if isinstance(failure.data, dict) else {}
+                if data.get("kind") == CLASSIFIED_HOST_FAILURE["kind"]:
+                    raise ObserverError(failure.message) from None
+                raise
 
         async def sleep(seconds: float) -> None:
             await callback("host.sleep", {"handle": handle, "seconds": seconds})
@@ -473,7 +498,8 @@ class ReferenceImplementation:
                         official=endpoint.official,
                     )
                 )
-            return _KitProvider(callback, handle, provider.value, model)
+            kit = _KitEstimatingProvider if deps.provider_estimates else _KitProvider
+            return kit(callback, handle, provider.value, model)
 
         async def acknowledge(start: CompactionStart) -> None:
             await callback("host.compactionStart", {"handle": handle, "start": start.to_wire()})

@@ -7,7 +7,8 @@ observed in ``summary_requests`` with the kit's own KD-COMP-2 estimate of its re
 acknowledgements the kit had granted when it opened (``acknowledgements``), so a case can assert how many
 passes ran, how large each was, and that none egressed before the disclosure was acknowledged.
 ``host.compactionStart`` (KD-COMP-4) is answered from ``acknowledgements``, in order (default:
-acknowledge).
+acknowledge); ``provider.estimate`` (KD-COMP-8) from ``estimates`` and ``host.appendMarker`` from
+``markers``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from relavium_conformance._corpus.cases import as_ops
 from relavium_conformance._report.results import Difference, DifferenceForm
 from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import HostCompactionStartParams, ProviderOpenParams
+from relavium_conformance._wire.messages import (
+    HostCompactionStartParams,
+    ProviderEstimateParams,
+    ProviderOpenParams,
+)
 
 if TYPE_CHECKING:
-    from relavium_conformance._corpus.cases import AckAnswer, Case, OpStep
+    from relavium_conformance._corpus.cases import AckAnswer, Case, EstimateAnswer, MarkerAnswer, OpStep
 
 __all__ = ["CompactionWorld", "marker_problem", "request_estimate"]
 
@@ -67,6 +72,19 @@ class CompactionWorld:
         self._summary_calls: Iterator[Any] = iter(self.case.summaries)
         self._acks: Iterator[AckAnswer] = iter(self.case.acknowledgements)
         self._acknowledged = 0  # host.compactionStart calls the kit has answered with an acknowledgement
+        self._estimates: Iterator[EstimateAnswer] = iter(self.case.estimates)
+        self._markers: Iterator[MarkerAnswer] = iter(self.case.markers)
+
+    async def play_marker_answer(self) -> None:
+        """Play the script's answer to the next ``host.appendMarker``: ``do`` first, then ``hold`` or
+        ``fail`` (an error answer); returning lets the marker be appended."""
+        answer = next(self._markers, None)
+        if answer is not None and answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer is not None and answer.hold:
+            await self._hold()
+        if answer is not None and answer.fail:
+            raise RpcError(-32000, "kit: the host could not append the marker (scripted)")
 
     async def perform_together(self, ops: list[OpStep]) -> None:  # provided by the case world
         raise NotImplementedError
@@ -74,9 +92,14 @@ class CompactionWorld:
     async def _hold(self) -> None:  # provided by the case world
         raise NotImplementedError
 
+    if TYPE_CHECKING:
+
+        def check_egress(self, request: dict[str, Any]) -> None: ...  # the accounting world's
+
     async def open_summary(self, params: ProviderOpenParams) -> dict[str, Any]:
         """One summary pass: observed with its estimate, served from ``summaries``."""
         self._opened += 1
+        self.check_egress(params.request)  # admitted as sent, pending acknowledged (as a turn's request)
         entry: dict[str, Any] = {
             "provider": params.provider,
             "model": params.model,
@@ -115,6 +138,27 @@ class CompactionWorld:
             raise RpcError(-32000, "kit: the host refused the acknowledgement (scripted)")
         self._acknowledged += 1
         return {}
+
+    async def on_provider_estimate(self, params: ProviderEstimateParams) -> dict[str, Any]:
+        """The provider's own estimator (KD-COMP-8): observed with the durable row count at that moment,
+        answered from ``estimates`` (default: the kit's KD-COMP-2 estimate of the request)."""
+        self.observed.estimate_requests.append(
+            {
+                "provider": params.provider,
+                "model": params.model,
+                "request": params.request,
+                "rowCount": len(self.observed.rows),
+            }
+        )
+        answer = next(self._estimates, None)
+        if answer is not None and answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer is not None and answer.hold:
+            await self._hold()
+        if answer is not None and answer.fail:
+            raise RpcError(-32000, "kit: the provider's estimator failed (scripted)")
+        tokens = answer.tokens if answer is not None else None
+        return {"inputTokens": request_estimate(params.request) if tokens is None else tokens}
 
 
 def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:

@@ -39,7 +39,7 @@ from relavium_conformance._run.compaction_world import CompactionWorld, marker_p
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
-from relavium_conformance._run.turns import failed_commit, refused_turn, turn_problem, turn_rows
+from relavium_conformance._run.turns import failed_commit, failed_sink, refused_turn, turn_problem, turn_rows
 from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
@@ -90,6 +90,7 @@ class Observation:
     exports: list[dict[str, Any]] = field(default_factory=list)
     summary_requests: list[dict[str, Any]] = field(default_factory=list)
     compaction_starts: list[dict[str, Any]] = field(default_factory=list)
+    estimate_requests: list[dict[str, Any]] = field(default_factory=list)  # provider.estimate calls
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
@@ -123,6 +124,7 @@ class Observation:
         if self.summary_requests or self.compaction_starts:  # older snapshots stay as they were
             raw["summary_requests"] = self.summary_requests
             raw["compaction_starts"] = self.compaction_starts
+        raw.update({"estimate_requests": self.estimate_requests} if self.estimate_requests else {})
         return raw
 
 
@@ -281,7 +283,8 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         return {}
 
     async def on_host_append_marker(self, params: HostAppendMarkerParams) -> dict[str, Any]:
-        """Play the host's marker write: a ``system`` row whose boundary names an earlier row."""
+        """Play the host's marker write (scripted by ``markers``): a ``system`` row naming an earlier row."""
+        await self.play_marker_answer()
         problem = marker_problem(params.marker, len(self.observed.rows))
         if problem is not None:
             self.observed.violations.append(
@@ -414,14 +417,14 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         self.check_publication(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
-        failing = False
+        failing: bool | str = False
         for hook in self.case.on_event:
             if hook.type == kind and hook.nth == self._event_counts[kind]:
                 if hook.do is not None:
                     await self.perform_together(as_ops(hook.do))
                 failing = failing or hook.fail
         if failing:
-            raise RpcError(-32000, "kit: the host's event sink failed (scripted)")
+            raise failed_sink(failing)
         return {}
 
     async def _hold(self) -> None:

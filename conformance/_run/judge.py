@@ -119,6 +119,7 @@ _ORDER = (
     "summary_requests",
     "summary_request_count",
     "compaction_starts",
+    "estimate_requests",
     "tool_calls",
     "confirms",
     "rows",

@@ -19,7 +19,7 @@ from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.model import shape_problem, shape_validator
 from relavium_conformance._wire.protocol import CLASSIFIED_HOST_FAILURE
 
-__all__ = ["failed_commit", "refused_turn", "turn_problem", "turn_rows"]
+__all__ = ["failed_commit", "failed_sink", "refused_turn", "turn_problem", "turn_rows"]
 
 
 def _types(row: dict[str, Any]) -> list[str]:
@@ -69,6 +69,14 @@ def turn_problem(turn: Any) -> str | None:
 def turn_rows(turn: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a sound turn in commit order: user, structural rows, terminal."""
     return [turn["user"], *turn.get("structural", []), turn["terminal"]]
+
+
+def failed_sink(fail: bool | str) -> RpcError:
+    """The error answer of a scripted failing event sink: opaque for ``fail: true`` or ``raw``, readable
+    and classified (the classified data) for ``classified`` (KD-EVT-8)."""
+    if fail == "classified":
+        return RpcError(-32000, "kit: the host's event sink failed (scripted)", dict(CLASSIFIED_HOST_FAILURE))
+    return RpcError(-32000, "kit: the host's event sink failed (scripted)")
 
 
 def failed_commit(fail: bool | str) -> RpcError:

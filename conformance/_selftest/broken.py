@@ -21,6 +21,7 @@ from typing import Any
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation, run_command_approved
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
+from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_compaction2 import COMPACTION_BREAKS_2
@@ -459,6 +460,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     ),
     *HISTORY_BREAKS,
     *BUDGET_BREAKS,
+    *BUDGET_BREAKS_2,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
     *COMPACTION_BREAKS_2,

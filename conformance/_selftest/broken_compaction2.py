@@ -16,7 +16,8 @@ from typing import Any, Literal
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction import CompactionJob, CompactionReport
-from relavium_reference._model.events import CompactionReason, SessionCompactionFailed
+from relavium_reference._model.errors import ObserverError
+from relavium_reference._model.events import CompactionReason, SessionCompacted, SessionCompactionFailed
 from relavium_reference._model.history_results import (
     CompactionFailed,
     CompactionResult,
@@ -314,6 +315,192 @@ class _MomentClosedTwice(_JobBreak):
         job.stamper = _Twice()  # type: ignore[assignment]
 
 
+class _EstimateWrapper:
+    """A provider whose own estimator is hidden (``estimate`` None) or replaced."""
+
+    def __init__(self, inner: LlmProvider, estimate: Callable[[LlmProvider, LlmRequest], Any] | None) -> None:
+        self._inner = inner
+        self._estimate = estimate
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        return self._inner.stream(request)
+
+    def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        return open_stream(self._inner, request, invocation)
+
+
+class _Estimating(_EstimateWrapper):
+    async def estimate_tokens(self, request: LlmRequest) -> int:
+        assert self._estimate is not None
+        return int(await self._estimate(self._inner, request))
+
+
+def _wrap_estimates(job: CompactionJob, estimate: Callable[[LlmProvider, LlmRequest], Any] | None) -> None:
+    resolve = job.resolve_provider
+
+    def resolved(provider: ProviderId, model: str) -> LlmProvider:
+        inner = resolve(provider, model)
+        if estimate is None:
+            return _EstimateWrapper(inner, None)
+        return _Estimating(inner, estimate)
+
+    job.resolve_provider = resolved
+
+
+class _SkipsTheEstimate(_JobBreak):
+    """Installs without asking the provider's own estimator about the prospective history."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        _wrap_estimates(job, None)
+
+
+def _shielded(step: Callable[[], Any], late: dict[str, bool]) -> Any:
+    """Await ``step()`` through a cancel (recording it in ``late``) instead of being interrupted."""
+
+    async def run() -> Any:
+        future = asyncio.ensure_future(step())
+        while True:
+            try:
+                return await asyncio.shield(future)
+            except asyncio.CancelledError:
+                if future.done():
+                    raise
+                late["cancel"] = True
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+
+    return run()
+
+
+def _forgetting(job: CompactionJob, late: dict[str, bool]) -> None:
+    cancelled = job.cancelled
+    job.cancelled = lambda: False if late["cancel"] else cancelled()
+
+
+class _EstimateNotRechecked(_JobBreak):
+    """Finishes the estimate through a cancel and does not recheck it: the marker is still written."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        late = {"cancel": False}
+
+        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
+            return int(await _shielded(lambda: inner.estimate_tokens(request), late))  # type: ignore[attr-defined]
+
+        _wrap_estimates(job, estimate)
+        _forgetting(job, late)
+
+
+class _FailingEstimateFails(_JobBreak):
+    """A failing provider estimator fails the compaction."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        failed = {"estimate": False}
+        append = job.append_boundary
+
+        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
+            try:
+                return int(await inner.estimate_tokens(request))  # type: ignore[attr-defined]
+            except Exception:
+                failed["estimate"] = True
+                raise
+
+        async def refuse(kept_slots: int, text: str) -> None:
+            if failed["estimate"]:
+                raise RuntimeError("the estimate failed")
+            await append(kept_slots, text)
+
+        _wrap_estimates(job, estimate)
+        job.append_boundary = refuse
+
+
+class _AbortReachesCompaction(AgentSession):
+    """``abort`` while a compaction runs cancels it, even after its summary came back."""
+
+    def abort(self) -> None:
+        task = self._compaction_task
+        if task is not None and not task.done():
+            task.cancel()
+            return
+        super().abort()
+
+
+class _MarkerCommitNotRechecked(_JobBreak):
+    """Finishes the marker commit through a cancel and installs the summary anyway."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        late = {"cancel": False}
+        append = job.append_boundary
+
+        async def through(kept_slots: int, text: str) -> None:
+            await _shielded(lambda: append(kept_slots, text), late)
+
+        job.append_boundary = through
+        _forgetting(job, late)
+
+
+class _MarkerFailureInstalls(_JobBreak):
+    """A failed marker append is ignored: the summary is installed without a durable boundary."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        append = job.append_boundary
+
+        async def ignore(kept_slots: int, text: str) -> None:
+            try:
+                await append(kept_slots, text)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                return
+
+        job.append_boundary = ignore
+
+
+class _KeptTurnCountRepliesOnly(_JobBreak):
+    """``keptTurnCount`` counts only kept exchanges with a nonempty reply (no legacy slot, no empty final)."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        inner, exchanges = job.stamper, job.exchanges
+
+        def replies(kept: int) -> int:
+            return sum(1 for e in exchanges[len(exchanges) - kept :] if e.assistant)
+
+        class _Counting:
+            async def emit(self, event_type: Any, **payload: Any) -> Any:
+                if event_type is SessionCompacted:
+                    payload["kept_turn_count"] = replies(payload["kept_turn_count"])
+                return await inner.emit(event_type, **payload)
+
+        job.stamper = _Counting()  # type: ignore[assignment]
+
+
+class _ObserverOriginLost(_JobBreak):
+    """The compaction's notifications lose their failures' origin: ``to_failed`` turns a raw failure into a
+    classified one (a fixed failed result); otherwise a classified one is rethrown as raw."""
+
+    to_failed = False
+
+    def _bend(self, job: CompactionJob) -> None:
+        inner, to_failed = job.stamper, self.to_failed
+
+        class _Relabel:
+            async def emit(self, event_type: Any, **payload: Any) -> Any:
+                try:
+                    return await inner.emit(event_type, **payload)
+                except ObserverError as failure:
+                    if to_failed:
+                        raise
+                    raise RuntimeError(str(failure)) from None
+                except Exception as failure:
+                    if to_failed:
+                        raise ObserverError(str(failure)) from None
+                    raise
+
+        job.stamper = _Relabel()  # type: ignore[assignment]
+
+
+class _RawObserverFailureFails(_ObserverOriginLost):
+    to_failed = True
+
+
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
     return BrokenImplementation(name, rule, clauses, session)
 
@@ -414,5 +601,59 @@ COMPACTION_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "a failed compaction closes its moment with two failed-moment events",
         ("AS-COMP-036", "AS-COMP-038"),
         _MomentClosedTwice,
+    ),
+    _b(
+        "compaction-skips-the-estimate",
+        "the prospective history is installed without the provider's own estimate",
+        ("AS-OBS-028",),
+        _SkipsTheEstimate,
+    ),
+    _b(
+        "compaction-estimate-not-rechecked",
+        "a cancel during the estimate is not rechecked: the marker is written and the summary installed",
+        ("AS-OBS-029", "AS-COMP-023"),
+        _EstimateNotRechecked,
+    ),
+    _b(
+        "compaction-failing-estimate-fails",
+        "a failing provider estimator fails the compaction",
+        ("AS-OBS-030",),
+        _FailingEstimateFails,
+    ),
+    _b(
+        "compaction-abort-reaches-compaction",
+        "an abort while a compaction runs cancels it, even after its summary came back",
+        ("AS-OBS-031",),
+        _AbortReachesCompaction,
+    ),
+    _b(
+        "compaction-marker-commit-not-rechecked",
+        "a cancel during the marker commit is not rechecked: the summary is installed and announced",
+        ("AS-COMP-036",),
+        _MarkerCommitNotRechecked,
+    ),
+    _b(
+        "compaction-marker-failure-installs",
+        "a failed marker append is ignored and the summary installed without a durable boundary",
+        ("AS-COMP-022", "AS-COMP-023"),
+        _MarkerFailureInstalls,
+    ),
+    _b(
+        "kept-turn-count-replies-only",
+        "keptTurnCount counts only kept exchanges with a nonempty reply, not legacy slots or empty finals",
+        ("AS-COMP-025",),
+        _KeptTurnCountRepliesOnly,
+    ),
+    _b(
+        "compaction-classified-observer-failure-rejects",
+        "a classified failure of a compaction notification rejects instead of giving the fixed failed result",
+        ("AS-OBS-011", "AS-OBS-012"),
+        _ObserverOriginLost,
+    ),
+    _b(
+        "compaction-raw-observer-failure-fails",
+        "a raw failure of a compaction notification becomes a failed result, not the original rejection",
+        ("AS-OBS-011", "AS-OBS-012"),
+        _RawObserverFailureFails,
     ),
 )

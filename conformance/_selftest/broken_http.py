@@ -58,6 +58,14 @@ class _TrustsEveryEndpoint(HttpProvider):
         super().__init__(replace(endpoint, official=True), client)
 
 
+class _AuthorityFromBaseUrl(HttpProvider):
+    """Decides an endpoint's authority from its base URL alone, ignoring the host's ``official`` flag: a
+    loopback URL is never the vendor's host, so every overflow is downgraded and none recovers."""
+
+    def __init__(self, endpoint: HttpEndpoint, client: Any = None) -> None:
+        super().__init__(replace(endpoint, official=None), client)
+
+
 class _SummingGeminiStream(GeminiStream):
     """Adds every chunk's ``usageMetadata`` up, as if each were a delta (it is a running total)."""
 
@@ -117,6 +125,12 @@ HTTP_BREAKS: tuple[BrokenImplementation, ...] = (
         "the HTTP client takes a stream that ends without message_stop or [DONE] as a completed reply",
         ("AS-CAP-020",),
         implementation=_with(_EndIsSuccess),
+    ),
+    BrokenImplementation(
+        "http-authority-from-base-url",
+        "the HTTP client ignores the endpoint's official flag and judges authority by the base URL alone",
+        ("AS-OVF-006",),
+        implementation=_with(_AuthorityFromBaseUrl),
     ),
     BrokenImplementation(
         "http-gemini-sums-usage",

@@ -55,6 +55,8 @@ __all__ = [
     "PolicyRefusal",
     "PolicySpec",
     "ProviderEndpoint",
+    "ProviderEstimateParams",
+    "ProviderEstimateResult",
     "ProviderNextParams",
     "ProviderNextResult",
     "ProviderOpenParams",
@@ -177,6 +179,8 @@ class DepsSpec(_Msg):
     """The host has a cost governor: every provider attempt asks ``host.admit`` first (KD-FIN-2)."""
     usage_writer: bool = False
     """The persisted host keeps a usage writer: ``host.usage`` (KD-USE-1)."""
+    provider_estimates: bool = False
+    """The kit's providers have their own token estimator: ``provider.estimate`` (KD-COMP-8)."""
     provider_endpoints: tuple[ProviderEndpoint, ...] = ()
     """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
@@ -532,6 +536,20 @@ class HostCompactionStartParams(_Msg):
 
     handle: str
     start: dict[str, Any]
+
+
+class ProviderEstimateParams(_Msg):
+    """The provider's own token estimate of a request (KD-COMP-8): a compaction asks it for the
+    prospective history before installing it."""
+
+    handle: str
+    provider: str
+    model: str
+    request: RequestJson
+
+
+class ProviderEstimateResult(_Msg):
+    input_tokens: Annotated[int, Field(ge=0)]
 
 
 class HostAppendMarkerParams(_Msg):

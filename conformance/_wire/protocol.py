@@ -261,6 +261,13 @@ METHODS: tuple[Method, ...] = (
         "compaction",
         "acknowledge the unknown-window disclosure before a compaction's first pass",
     ),
+    _cb(
+        "provider.estimate",
+        m.ProviderEstimateParams,
+        m.ProviderEstimateResult,
+        "compaction",
+        "the provider's own token estimate of a request (deps.providerEstimates)",
+    ),
     _cb("host.recordCost", m.HostRecordCostParams, m.Empty, "persistence", "record spend"),
     _cb(
         "host.admit",

@@ -12,7 +12,11 @@ rechecked, one boundary marker appended through the host, the new summary and hi
 
 Cancellation arrives as the cancellation of the task the runner runs in (the session cancels it); the
 runner gives back an admission that never egressed and lets the cancellation propagate.  What the passes
-spent is recorded through ``job.record_cost`` on every exit.
+spent is recorded through ``job.record_cost`` on every exit.  With the host's usage writer (KD-USE-1) each
+pass attempt goes through it as a turn attempt does: a pending record acknowledged before egress, the
+actual usage resolved after, ``cost:updated`` publishing the writer's money only once it answered, and the
+recorded spend carrying that money, on a failed or refused compaction too (AS-COMP-024).  A failed usage
+write latches the session and fails the pass.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
+from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
+from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import (
     CompactionReason,
     CostUpdated,
@@ -95,6 +102,7 @@ FAILED_MESSAGES = {
     "empty": "a summary pass returned no text",
     "too_large": "a summary came back larger than a pass can carry",
     "marker": "the host could not record the compaction boundary",
+    "observer": "an observer of the compaction failed",
 }
 """The fixed messages of a ``failed`` compaction (no user or provider text)."""
 
@@ -136,10 +144,17 @@ class CompactionJob:
     max_tokens_estimate: int | None = None
     """The session's frozen ``maxTokensEstimate`` fallback, handed to admission as a turn hands it."""
     max_passes: int = MAX_PASSES
+    usage: UsageWriter | None = None
+    """The host's usage writer (``None``: the engine's own unpriced counters)."""
+    latch: Callable[[], None] = lambda: None
     spent: dict[str, Usage] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    money: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per model: the microcents the writer answered for this job's attempts, and how many it priced."""
+    attempts: int = 0
     acknowledged: bool = False
     opened: bool = False
+    installed: bool = False
 
 
 class _PassFailed(Exception):
@@ -175,7 +190,22 @@ def _resolve(job: CompactionJob) -> tuple[list[_Resolved], list[EntryWindow]]:
 
 
 async def run_compaction(job: CompactionJob) -> CompactionReport:
-    """Run one compaction (see the module docstring); cancellation of the calling task propagates."""
+    """Run one compaction (see the module docstring); cancellation of the calling task propagates.
+
+    An observer that fails while the moment is announced (``session:compacting``, ``session:compacted``,
+    ``session:compaction_failed``) keeps its origin: a readable, classified failure
+    (:class:`ObserverError`) ends the compaction with the fixed ``failed`` result; any other exception
+    propagates as it came (the operation rejects with it).
+    """
+    try:
+        return await _run(job)
+    except ObserverError:
+        return CompactionReport(
+            CompactionFailed(message=FAILED_MESSAGES["observer"]), installed=job.installed
+        )
+
+
+async def _run(job: CompactionJob) -> CompactionReport:
     if kept_slot_count(job.exchanges) >= len(job.exchanges):
         return CompactionReport(NothingToCompact(), installed=False)
     resolved, windows = _resolve(job)
@@ -262,6 +292,7 @@ async def _one_pass(
             except _PassFailed:
                 await job.admission.release(ask)
                 raise _PassFailed("acknowledgement") from None
+            await _pending(job, candidate, ask)
             text, retry = await _stream(job, candidate, request, number)
             if text is not None:
                 if not text:
@@ -270,6 +301,71 @@ async def _one_pass(
             if not retry:
                 raise _PassFailed("pass_failed")
     raise _PassFailed("pass_failed")
+
+
+async def _pending(job: CompactionJob, candidate: _Resolved, ask: AdmissionRequest) -> None:
+    """The writer acknowledges the pass attempt's pending record before it egresses."""
+    if job.usage is None:
+        return
+    record = UsagePending(
+        attempt=job.attempts + 1,
+        purpose="summary",
+        provider=candidate.entry.provider,
+        model=candidate.entry.model,
+    )
+    try:
+        await job.usage.pending(record)
+    except asyncio.CancelledError:
+        await job.admission.release(ask)
+        raise
+    except Exception:
+        job.latch()
+        await job.admission.release(ask)
+        raise _PassFailed("pass_failed") from None
+
+
+async def _settle(job: CompactionJob, model: str, usage: Usage | None) -> UsageSettled | None:
+    """Resolve the attempt through the writer (``None``: no writer, or its write failed and latched)."""
+    if job.usage is None:
+        return None
+    record = UsageResolved(
+        attempt=job.attempts,
+        purpose="summary",
+        model=model,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        reported=usage is not None,
+    )
+    try:
+        settled = await job.usage.resolved(record)
+    except Exception:
+        job.latch()
+        return None
+    cost, priced = job.money.get(model, (0, 0))
+    job.money[model] = (cost + settled.cost_microcents, priced + int(settled.priced))
+    return settled
+
+
+async def _account(job: CompactionJob, model: str, usage: Usage | None, number: int) -> bool:
+    """Resolve, then publish the attempt's cost; ``False`` when the writer failed (the pass fails)."""
+    if usage is not None:
+        job.spent[model] = job.spent[model] + usage
+    settled = await _settle(job, model, usage)
+    if job.usage is not None and settled is None:
+        return False
+    if usage is not None:
+        await job.stamper.emit(
+            CostUpdated,
+            node_id=job.node_id,
+            model=model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_microcents=settled.cost_microcents if settled else 0,
+            cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+            attempt_number=number + 1,
+            priced=settled.priced if settled else False,
+        )
+    return True
 
 
 async def _acknowledge(job: CompactionJob) -> None:
@@ -292,6 +388,7 @@ async def _stream(
     """Stream one pass attempt: ``(text, _)`` on a stop, ``(None, retryable)`` on a failure."""
     model = candidate.entry.model
     job.calls[model] = job.calls.get(model, 0) + 1
+    job.attempts += 1
     job.spent.setdefault(model, Usage())
     text = ""
     try:
@@ -308,21 +405,12 @@ async def _stream(
         if isinstance(chunk, TextDelta):
             text += chunk.text
         elif isinstance(chunk, StopChunk):
-            job.spent[model] = job.spent[model] + chunk.usage
-            await job.stamper.emit(
-                CostUpdated,
-                node_id=job.node_id,
-                model=model,
-                input_tokens=chunk.usage.input_tokens,
-                output_tokens=chunk.usage.output_tokens,
-                cost_microcents=0,
-                cumulative_cost_microcents=0,
-                attempt_number=number + 1,
-                priced=False,
-            )
+            if not await _account(job, model, chunk.usage, number):
+                return None, False
             return text, False
         elif isinstance(chunk, StreamErrorChunk):
-            return None, chunk.error.retryable and not text
+            accounted = await _account(job, model, chunk.usage, number)
+            return None, accounted and chunk.error.retryable and not text
 
 
 def _projection_tokens(job: CompactionJob, exchanges: Sequence[Exchange], summary: str | None) -> int:
@@ -363,6 +451,7 @@ async def _install(
     if job.cancelled():
         raise asyncio.CancelledError
     job.install(plan.folded_slots, summary)
+    job.installed = True
     spent = sum((usage for usage in job.spent.values()), Usage())
     models = list(job.spent)
     await job.stamper.emit(
@@ -387,13 +476,14 @@ async def _record_spend(job: CompactionJob) -> None:
         calls = job.calls.get(model, 0)
         if not calls:
             continue
+        cost, priced = job.money.get(model, (0, 0))
         entry = CostEntry(
             model=model,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            cost_microcents=0,
+            cost_microcents=cost,
             call_count=calls,
-            unpriced_calls=calls,
+            unpriced_calls=calls - priced,
         )
         try:
             await job.record_cost(entry)

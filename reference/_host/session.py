@@ -526,9 +526,9 @@ class AgentSession(SessionCompaction):
                 model=progress.model,
                 input_tokens=progress.usage.input_tokens,
                 output_tokens=progress.usage.output_tokens,
-                cost_microcents=0,
+                cost_microcents=progress.cost_microcents,
                 call_count=progress.attempts,
-                unpriced_calls=progress.attempts,
+                unpriced_calls=progress.attempts - progress.priced_calls,
             ),
         )
 

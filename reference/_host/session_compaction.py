@@ -14,13 +14,20 @@ import asyncio
 from collections.abc import Iterator
 from typing import Literal
 
-from relavium_reference._host.compaction import CompactionJob, CompactionReport, run_compaction
+from relavium_reference._host.compaction import (
+    FAILED_MESSAGES,
+    CompactionJob,
+    CompactionReport,
+    run_compaction,
+)
 from relavium_reference._host.session_deps import SessionDeps
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry
+from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.history_results import (
     CompactionCancelled,
+    CompactionFailed,
     CompactionResult,
     NothingToCompact,
 )
@@ -48,6 +55,8 @@ class SessionCompaction:
     _compaction_task: asyncio.Task[CompactionReport] | None
     _request_ids: Iterator[str]
     _max_tokens_estimate: int | None
+    _usage: SessionUsage
+    _latched: bool
     session_id: str
     agent_ref: str
 
@@ -92,6 +101,9 @@ class SessionCompaction:
         a turn, an abort) while it runs ends it as ``cancelled`` with nothing installed; an observer's
         own failure propagates unchanged.
         """
+        if not await self._usage.opened():  # an accounting boundary: a resumed instance adopts here
+            self._latched = True
+            return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["pass_failed"]), installed=False)
         job = self._compaction_job(reason, manual=manual, pending_user=pending_user)
         task = asyncio.create_task(run_compaction(job))
         self._compaction_task = task
@@ -144,4 +156,6 @@ class SessionCompaction:
             record_cost=record_cost,
             next_request_id=self._request_ids.__next__,
             max_tokens_estimate=self._max_tokens_estimate,
+            usage=self._usage.writer,
+            latch=lambda: setattr(self, "_latched", True),
         )

@@ -13,6 +13,9 @@ Rules the store keeps:
   raises :class:`~relavium_reference.PersistError`, leaving the database as it was.
 * **One cost writer.**  ``SUM(session_costs.cost_microcents)`` always equals the session's
   ``total_cost_microcents`` (and the same for tokens): both sides move in the same transaction.
+* **Usage coverage is durable** (schema 2): ``session_usage`` holds one row per invocation the usage
+  writer saw (pending, resolved or unknown, with its money); :mod:`relavium_reference._host.store_usage`
+  owns it.  A turn's money and missing-price count move into ``session_costs`` with the turn's commit.
 * **Denormalised columns are checked.**  ``content``, ``tool_calls``, ``tool_call_id``, ``name`` and
   ``finish_reason`` are derived from the canonical body (``content_parts``) on write and compared
   with it again on read; a disagreement or malformed JSON raises :class:`StoreError` with a fixed
@@ -34,6 +37,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from relavium_reference._host.store_files import WriterLeases, prepare_file
+from relavium_reference._host.store_usage import USAGE_SCHEMA
 from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.messages import (
     AgentSessionRecord,
@@ -73,7 +77,8 @@ __all__ = [
     "strict_json",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: sessions, messages, costs; 2 adds the usage writer's ``session_usage`` ledger (migrated in place)."""
 T = TypeVar("T")
 
 
@@ -210,10 +215,12 @@ class SessionStore:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = FULL")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
+            if version in (0, 1):
                 connection.execute("BEGIN IMMEDIATE")
-                if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
-                    for statement in _split_script(_SCHEMA):
+                version = connection.execute("PRAGMA user_version").fetchone()[0]
+                if version in (0, 1):
+                    script = (_SCHEMA if version == 0 else "") + USAGE_SCHEMA
+                    for statement in _split_script(script):
                         connection.execute(statement)
                     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 connection.execute("COMMIT")
@@ -296,6 +303,19 @@ class SessionStore:
         with self._lock:
             if self._leases is not None:
                 self._leases.release(session_id)
+
+    def usage_write(self, session_id: str, action: Callable[[sqlite3.Connection, int], T]) -> T:
+        """Run ``action(db, now_ms)`` in one writing transaction on a live session (under its lease)."""
+        self._lease(session_id)
+        with self._transaction() as db:
+            self._live_session(db, session_id)
+            return action(db, self._now_ms())
+
+    def usage_read(self, session_id: str, action: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``action(db)`` in one reading transaction on a live session."""
+        with self._transaction("DEFERRED") as db:
+            self._live_session(db, session_id)
+            return action(db)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -633,8 +653,8 @@ def _check_history_schema(connection: sqlite3.Connection) -> None:
         columns = {row[1] for row in connection.execute(f"PRAGMA table_info({table})").fetchall()}
         if not wanted <= columns:
             raise StoreError("not_history")
-    if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        raise StoreError("schema_version")
+    if connection.execute("PRAGMA user_version").fetchone()[0] not in (1, SCHEMA_VERSION):
+        raise StoreError("schema_version")  # a read-only open never migrates: schema 1 stays readable
 
 
 def _checked(read: Callable[[dict[str, Any]], T], row: sqlite3.Row, table: str) -> T:

@@ -153,6 +153,9 @@ class TurnProgress:
     """A usage write failed after admission: the session latches at once (the session reads this)."""
     presend_suppressed: bool = False  # a pre-send compaction of this turn failed or was skipped
     recoveries: int = 0  # overflow recoveries this turn ran (at most one)
+    cost_microcents: int = 0
+    """The money the usage writer answered for this turn's attempts (the persisted cost row carries it)."""
+    priced_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -520,6 +523,9 @@ async def _account(
 ) -> None:
     """Resolve the attempt through the writer, then publish its cost; only once acknowledged."""
     settled = await _resolve(setup, progress, model, attempt_number, usage)
+    if settled is not None:
+        progress.cost_microcents += settled.cost_microcents
+        progress.priced_calls += int(settled.priced)
     if usage is None or (setup.usage is not None and settled is None):
         return
     await setup.stamper.emit(

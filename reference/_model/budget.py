@@ -16,6 +16,7 @@ from relavium_reference._model.vocabulary import ProviderId
 
 __all__ = [
     "Coverage",
+    "ModelPrice",
     "Purpose",
     "UsageBasis",
     "UsagePending",
@@ -69,3 +70,14 @@ class UsageSettled:
     cost_microcents: int
     priced: bool
     totals: UsageTotals
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """A host's price of one model, in microcents per token (what a writer prices a resolution with)."""
+
+    input_microcents: int
+    output_microcents: int
+
+    def cost(self, input_tokens: int, output_tokens: int) -> int:
+        return input_tokens * self.input_microcents + output_tokens * self.output_microcents

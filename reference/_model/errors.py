@@ -19,6 +19,7 @@ from enum import StrEnum
 __all__ = [
     "DependencyError",
     "InvalidInputError",
+    "ObserverError",
     "PersistError",
     "RelaviumError",
     "ScriptError",
@@ -69,6 +70,11 @@ class DependencyError(RelaviumError):
 
 class ScriptError(DependencyError):
     """A provider script is malformed, or was asked for more calls than it holds."""
+
+
+class ObserverError(DependencyError):
+    """A host observer (the event sink) failed in a readable, classified way (its own failure, never a
+    provider's); any other exception an observer raises is raw and keeps its identity."""
 
 
 class PersistError(DependencyError):

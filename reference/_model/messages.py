@@ -13,7 +13,9 @@ and by resume, and the JSON Schema generator behind ``schemas/session-message.sc
 
 from __future__ import annotations
 
-from datetime import datetime
+import functools
+import re
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -219,7 +221,26 @@ class Compaction(WireModel):
     dropped_through_sequence: NonNegative
 
 
+# The store's own form (``YYYY-MM-DDTHH:MM:SS.mmmZ``, every stored row): its time fields are in range by
+# the pattern, so only the date can make ``fromisoformat`` refuse it, and dates repeat across rows.
+_CANONICAL_TIMESTAMP = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _real_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_timestamp(value: str) -> str:
+    canonical = _CANONICAL_TIMESTAMP.fullmatch(value)
+    if canonical is not None and _real_date(canonical.group(1)):
+        return value  # what fromisoformat below would accept, with an offset
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

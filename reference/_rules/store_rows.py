@@ -8,6 +8,7 @@ the fixed errors of the store (KD-DB-3, KD-DB-4).
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -122,8 +123,15 @@ def iso_from_ms(ms: int) -> str:
     """
     if isinstance(ms, bool) or not isinstance(ms, int) or not MIN_EPOCH_MS <= ms <= MAX_EPOCH_MS:
         raise InvalidInputError("stored time is not epoch milliseconds in range", location="created_at")
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    seconds, millis = divmod(ms, 1000)
+    return f"{_second_text(seconds)}{millis:03d}Z"
+
+
+@functools.lru_cache(maxsize=1024)  # rows of one turn, and of one load, share their seconds
+def _second_text(seconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.`` of whole epoch seconds."""
+    moment = _EPOCH + timedelta(seconds=seconds)
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.")
 
 
 def _stored_time(value: Any, code: str) -> str:

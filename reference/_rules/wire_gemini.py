@@ -9,6 +9,13 @@ call carried one), its value under ``output`` (``error`` when the tool failed). 
 ``systemInstruction``, the tools one ``functionDeclarations`` list, the output cap
 ``generationConfig.maxOutputTokens``.
 
+Thought signatures: a thinking model puts an opaque ``thoughtSignature`` on a part (on the first
+``functionCall`` of a reply with calls) and wants it back on that part in the next request of the turn
+(Gemini refuses a current-turn function call without it).  The seam keeps signatures on reasoning only, so
+a signature on a non-thought part is read as an empty reasoning block carrying it, just before that part;
+when the request is built, such signatures go back onto the message's function calls in order (onto its
+first text part when it has no call), and a signed thought part keeps its own.
+
 Stream (``provider-wire-facts.md`` §3): ``data:`` lines without an event name, each a whole
 ``GenerateContentResponse``: ``candidates[0].content.parts`` (``text``; ``thought: true`` text is
 reasoning; ``functionCall`` arrives whole, never in fragments), ``usageMetadata`` (a running total: the
@@ -85,8 +92,17 @@ def _response(result: Any, is_error: bool) -> dict[str, Any]:
     return {"error" if is_error else "output": result}
 
 
+def _sign(parts: list[dict[str, Any]], signatures: list[str]) -> None:
+    """Put the message's loose signatures back: on its function calls in order, else on its first text."""
+    calls = [p for p in parts if "functionCall" in p]
+    targets = calls or [p for p in parts if "text" in p and not p.get("thought")][:1]
+    for part, signature in zip(targets, signatures, strict=False):
+        part["thoughtSignature"] = signature
+
+
 def _parts(message: LlmMessage, names: dict[str, str]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
+    loose: list[str] = []  # signatures that came on a non-thought part
     for part in message.content:
         if isinstance(part, LlmTextPart):
             if part.text:
@@ -102,8 +118,15 @@ def _parts(message: LlmMessage, names: dict[str, str]) -> list[dict[str, Any]]:
                 "response": _response(part.result, part.is_error),
             }
             parts.append({"functionResponse": response})
-        elif isinstance(part, LlmReasoningPart) and part.text:
-            parts.append({"text": part.text, "thought": True})
+        elif isinstance(part, LlmReasoningPart):
+            if part.text:
+                thought: dict[str, Any] = {"text": part.text, "thought": True}
+                if part.signature:
+                    thought["thoughtSignature"] = part.signature
+                parts.append(thought)
+            elif part.signature:
+                loose.append(part.signature)
+    _sign(parts, loose)
     return parts
 
 
@@ -149,6 +172,8 @@ class GeminiStream:
         self.finished = False
         self._calls = 0  # function calls seen (ids for the ones that carry none)
         self._reasoning = False
+        self._signature: str | None = None  # the open thought block's signature
+        self._signed = 0  # signature blocks read (their ids)
         self._usage = Usage()
 
     def event(self, sse: SseEvent) -> list[StreamChunk]:
@@ -207,16 +232,33 @@ class GeminiStream:
         if not self._reasoning:
             return []
         self._reasoning = False
-        return [ReasoningEnd(id="reasoning-0")]
+        signature, self._signature = self._signature, None
+        return [ReasoningEnd(id="reasoning-0", signature=signature)]
 
     def _part(self, part: dict[str, Any]) -> list[StreamChunk]:
         text = part.get("text")
-        if part.get("thought") is True:
-            if not isinstance(text, str) or not text:
+        raw = part.get("thoughtSignature")
+        signature = raw if isinstance(raw, str) and raw else None
+        thinking = isinstance(text, str) and bool(text)
+        if part.get("thought") is True and (thinking or self._reasoning or signature is None):
+            if signature is not None:
+                self._signature = signature  # the thought block's own, given back on its thought part
+            if not thinking:
                 return []
             opening: list[StreamChunk] = [] if self._reasoning else [ReasoningStart(id="reasoning-0")]
             self._reasoning = True
             return [*opening, ReasoningDelta(id="reasoning-0", text=text)]
+        if signature is None:
+            return self._content(part)
+        if part.get("thought") is True:
+            part = {}  # an empty signed thought: only its signature is left to carry
+        block = f"signature-{self._signed}"
+        self._signed += 1
+        signed: list[StreamChunk] = [ReasoningStart(id=block), ReasoningEnd(id=block, signature=signature)]
+        return [*self._close_reasoning(), *signed, *self._content(part)]
+
+    def _content(self, part: dict[str, Any]) -> list[StreamChunk]:
+        text = part.get("text")
         call = part.get("functionCall")
         if isinstance(call, dict):
             call_id = str(call.get("id") or f"call-{self._calls}")

@@ -31,7 +31,7 @@ from relavium_reference._model.llm import (
     StreamErrorChunk,
     ToolDef,
 )
-from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
+from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId, StopReason
 from relavium_reference._rules import wire_gemini
 from relavium_reference._rules.overflow import classify_provider_error
 from relavium_reference._rules.sse import decode_all
@@ -238,3 +238,105 @@ def test_a_drop_after_content_keeps_the_content_then_fails() -> None:
         chunks = asyncio.run(collect())
     assert seam(chunks)[0] == {"type": "text_delta", "text": "par"}
     assert [c.error.kind for c in chunks if isinstance(c, StreamErrorChunk)] == [LlmErrorKind.TRANSPORT]
+
+
+def test_a_thought_signature_comes_back_on_the_part_it_came_on() -> None:
+    """Read a signed reply, build the next request of the turn from what the seam kept (all reasoning
+    first, as a tool round commits it): the call gets its signature back, the signed thought keeps its own."""
+    body = _data(
+        _candidate([{"text": "Weighing", "thought": True, "thoughtSignature": "sig-thought"}]),
+        _candidate([{"text": "Checking."}]),
+        _candidate(
+            [
+                {"functionCall": {"name": "echo", "args": {"x": 1}}, "thoughtSignature": "sig-call"},
+                {"functionCall": {"name": "echo", "args": {"x": 2}}},
+            ],
+            "STOP",
+        ),
+    )
+    chunks = seam(_read(body))
+    assert chunks[:4] == [
+        {"type": "reasoning_start", "id": "reasoning-0"},
+        {"type": "reasoning_delta", "id": "reasoning-0", "text": "Weighing"},
+        {"type": "reasoning_end", "id": "reasoning-0", "signature": "sig-thought"},
+        {"type": "text_delta", "text": "Checking."},
+    ]
+    assert chunks[4:6] == [
+        {"type": "reasoning_start", "id": "signature-0"},
+        {"type": "reasoning_end", "id": "signature-0", "signature": "sig-call"},
+    ]
+    assert chunks[-1]["stopReason"] == "tool_use"
+    assistant = LlmMessage(
+        role="assistant",
+        content=[
+            LlmReasoningPart(text="Weighing", signature="sig-thought"),
+            LlmReasoningPart(text="", signature="sig-call"),
+            LlmTextPart(text="Checking."),
+            LlmToolCallPart(id="call-0", name="echo", args={"x": 1}),
+            LlmToolCallPart(id="call-1", name="echo", args={"x": 2}),
+        ],
+    )
+    request = LlmRequest(
+        model="g", messages=[LlmMessage(role="user", content=[LlmTextPart(text="go")]), assistant]
+    )
+    [_, model] = wire_gemini.build_request(request)["contents"]
+    assert model["parts"] == [
+        {"text": "Weighing", "thought": True, "thoughtSignature": "sig-thought"},
+        {"text": "Checking."},
+        {"functionCall": {"id": "call-0", "name": "echo", "args": {"x": 1}}, "thoughtSignature": "sig-call"},
+        {"functionCall": {"id": "call-1", "name": "echo", "args": {"x": 2}}},
+    ]
+
+
+def test_a_signature_on_a_final_empty_text_goes_back_on_the_reply_s_text() -> None:
+    body = _data(
+        _candidate([{"text": "Answer."}]), _candidate([{"text": "", "thoughtSignature": "sig-end"}], "STOP")
+    )
+    chunks = seam(_read(body))
+    assert {"type": "reasoning_end", "id": "signature-0", "signature": "sig-end"} in chunks
+    assistant = LlmMessage(
+        role="assistant",
+        content=[LlmReasoningPart(text="", signature="sig-end"), LlmTextPart(text="Answer.")],
+    )
+    body_out = wire_gemini.build_request(LlmRequest(model="g", messages=[assistant]))
+    assert body_out["contents"] == [
+        {"role": "model", "parts": [{"text": "Answer.", "thoughtSignature": "sig-end"}]}
+    ]
+
+
+def test_a_signed_function_call_gets_its_signature_back_in_the_turn_s_next_request() -> None:
+    """End to end through a session: the engine keeps the signature the reader turned into reasoning, and
+    the next request of the same turn carries it on the function call (Gemini refuses it otherwise)."""
+    from tests.reference.enginekit import AGENT, make_session
+
+    signed = _candidate(
+        [{"functionCall": {"name": "echo", "args": {"x": 1}}, "thoughtSignature": "c2lnLWNhbGw="}], "STOP"
+    )
+    replies = [_data(signed), _data(_candidate([{"text": "done"}], "STOP"))]
+    sent: list[dict[str, Any]] = []
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, content=replies[len(sent) - 1].encode())
+
+    provider = HttpProvider(HttpEndpoint(dialect="gemini", base_url=BASE, api_key="k"))
+    harness = make_session(
+        provider, agent=AGENT.model_copy(update={"provider": ProviderId.GEMINI, "model": "g"})
+    )
+
+    async def scenario() -> Any:
+        await harness.session.start()
+        return await harness.session.send_message("go")
+
+    with respx.mock() as router:
+        router.post(url__regex=r".*/models/g:streamGenerateContent").mock(side_effect=respond)
+        result = asyncio.run(scenario())
+    assert result.status == "completed"
+    assert len(sent) == 2
+    model = [c for c in sent[1]["contents"] if c["role"] == "model"]
+    assert model[-1]["parts"] == [
+        {
+            "functionCall": {"id": "call-0", "name": "echo", "args": {"x": 1}},
+            "thoughtSignature": "c2lnLWNhbGw=",
+        }
+    ]

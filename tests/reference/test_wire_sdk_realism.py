@@ -13,6 +13,7 @@ When an SDK is not installed, its fixtures are skipped with that reason (the tes
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.reference.wirekit import ERRORS, STREAMS, mid_stream_body
 
 from relavium_reference._host.http_provider import reader_for
 from relavium_reference._model.llm import (
+    ReasoningEnd,
     StopChunk,
     StreamChunk,
     StreamErrorChunk,
@@ -178,6 +180,7 @@ def _check_gemini(fixture: dict[str, Any], sdk: Any) -> None:
     ours = _summary(_ours(fixture))
     seen, raised = _gemini_stream(sdk, httpx.Response(200, content=fixture["body"].encode()))
     text, calls, finish, usage = "", [], None, None
+    signatures: list[str] = []
     for response in seen:
         usage = response.usage_metadata or usage
         for candidate in response.candidates or ():
@@ -187,7 +190,10 @@ def _check_gemini(fixture: dict[str, Any], sdk: Any) -> None:
                     text += part.text
                 if part.function_call is not None:
                     calls.append((part.function_call.id, part.function_call.name, part.function_call.args))
+                if part.thought_signature:  # bytes to the SDK (base64 on the wire), opaque text to the engine
+                    signatures.append(base64.b64encode(part.thought_signature).decode())
     assert text == ours["text"]
+    assert signatures == [c.signature for c in _ours(fixture) if isinstance(c, ReasoningEnd) and c.signature]
     assert [(n, a) for _, n, a in calls] == [(n, a) for _, n, a in ours["calls"]]
     assert all(
         i is None or i == ours_id for (i, _, _), (ours_id, _, _) in zip(calls, ours["calls"], strict=True)
