@@ -248,6 +248,15 @@ class EstimateAnswer(KitStrict):
     fail: bool = False
 
 
+class ResolveAnswer(KitStrict):
+    """How the kit's host answers one ``host.resolveProvider`` (in order; default: resolved).  ``do`` runs
+    first, then ``hold`` never answers, else ``fail`` refuses the entry (no credential)."""
+
+    do: DoAction | None = None
+    hold: bool = False
+    fail: bool = False
+
+
 class MarkerAnswer(KitStrict):
     """How the kit's host answers one ``host.appendMarker`` (in order; default: append).  ``do`` runs
     first (the marker is then appended, or with ``fail`` refused), ``hold`` never answers."""
@@ -338,6 +347,7 @@ class CaseExpect(KitStrict):
     summary_request_count: Annotated[int, Field(ge=0)] | None = None
     compaction_starts: tuple[dict[str, Any], ...] | None = None
     estimate_requests: tuple[dict[str, Any], ...] | None = None
+    resolutions: tuple[dict[str, Any], ...] | None = None
     tool_calls: tuple[dict[str, Any], ...] | None = None
     confirms: tuple[dict[str, Any], ...] | None = None
     rows: tuple[dict[str, Any], ...] | None = None
@@ -380,6 +390,7 @@ class Case(KitStrict):
     acknowledgements: tuple[AckAnswer, ...] = ()  # answers to host.compactionStart, in order
     estimates: tuple[EstimateAnswer, ...] = ()  # answers to provider.estimate, in order
     markers: tuple[MarkerAnswer, ...] = ()  # answers to host.appendMarker, in order
+    resolutions: tuple[ResolveAnswer, ...] = ()  # answers to host.resolveProvider, in order
     tools: tuple[ToolAnswer, ...] = ()
     approvals: tuple[ApprovalStep | bool, ...] = ()
     on_event: tuple[EventHook, ...] = ()

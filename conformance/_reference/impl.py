@@ -501,6 +501,11 @@ class ReferenceImplementation:
             kit = _KitEstimatingProvider if deps.provider_estimates else _KitProvider
             return kit(callback, handle, provider.value, model)
 
+        async def prepare(provider: ProviderId, model: str) -> None:
+            await callback(
+                "host.resolveProvider", {"handle": handle, "provider": provider.value, "model": model}
+            )
+
         async def acknowledge(start: CompactionStart) -> None:
             await callback("host.compactionStart", {"handle": handle, "start": start.to_wire()})
 
@@ -519,6 +524,7 @@ class ReferenceImplementation:
             max_tokens_estimate=deps.max_tokens_estimate,
             max_messages=deps.max_messages,
             on_compaction_start=acknowledge,
+            prepare_provider=prepare if deps.resolution_callback else None,
             **optional,
             emit=emit,
             sleep=sleep,

@@ -24,14 +24,22 @@ from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
     HostCompactionStartParams,
+    HostResolveProviderParams,
     ProviderEstimateParams,
     ProviderOpenParams,
 )
 
 if TYPE_CHECKING:
-    from relavium_conformance._corpus.cases import AckAnswer, Case, EstimateAnswer, MarkerAnswer, OpStep
+    from relavium_conformance._corpus.cases import (
+        AckAnswer,
+        Case,
+        EstimateAnswer,
+        MarkerAnswer,
+        OpStep,
+        ResolveAnswer,
+    )
 
-__all__ = ["CompactionWorld", "marker_problem", "request_estimate"]
+__all__ = ["CompactionWorld", "compaction_snapshot", "marker_problem", "request_estimate"]
 
 _MESSAGE_OVERHEAD = 8
 _NON_TEXT_PART = 256
@@ -74,6 +82,7 @@ class CompactionWorld:
         self._acknowledged = 0  # host.compactionStart calls the kit has answered with an acknowledgement
         self._estimates: Iterator[EstimateAnswer] = iter(self.case.estimates)
         self._markers: Iterator[MarkerAnswer] = iter(self.case.markers)
+        self._resolutions: Iterator[ResolveAnswer] = iter(self.case.resolutions)
 
     async def play_marker_answer(self) -> None:
         """Play the script's answer to the next ``host.appendMarker``: ``do`` first, then ``hold`` or
@@ -139,6 +148,19 @@ class CompactionWorld:
         self._acknowledged += 1
         return {}
 
+    async def on_host_resolve_provider(self, params: HostResolveProviderParams) -> dict[str, Any]:
+        """The host's part of resolving one plan entry's provider (KD-COMP-10): observed, then answered
+        from ``resolutions`` (default: resolved)."""
+        self.observed.resolutions.append({"provider": params.provider, "model": params.model})
+        answer = next(self._resolutions, None)
+        if answer is not None and answer.do is not None:
+            await self.perform_together(as_ops(answer.do))
+        if answer is not None and answer.hold:
+            await self._hold()
+        if answer is not None and answer.fail:
+            raise RpcError(-32000, "kit: the host holds no credential for this provider (scripted)")
+        return {}
+
     async def on_provider_estimate(self, params: ProviderEstimateParams) -> dict[str, Any]:
         """The provider's own estimator (KD-COMP-8): observed with the durable row count at that moment,
         answered from ``estimates`` (default: the kit's KD-COMP-2 estimate of the request)."""
@@ -159,6 +181,19 @@ class CompactionWorld:
             raise RpcError(-32000, "kit: the provider's estimator failed (scripted)")
         tokens = answer.tokens if answer is not None else None
         return {"inputTokens": request_estimate(params.request) if tokens is None else tokens}
+
+
+def compaction_snapshot(observed: Any) -> dict[str, Any]:
+    """The compaction observations a snapshot holds: only those a case made (older snapshots stay as they
+    were): the summary passes with the acknowledgements, the estimates and the resolutions."""
+    out: dict[str, Any] = {}
+    if observed.summary_requests or observed.compaction_starts:
+        out["summary_requests"] = observed.summary_requests
+        out["compaction_starts"] = observed.compaction_starts
+    for name in ("estimate_requests", "resolutions"):
+        if getattr(observed, name):
+            out[name] = getattr(observed, name)
+    return out
 
 
 def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:

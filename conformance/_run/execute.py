@@ -35,7 +35,7 @@ from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.accounting import AccountingWorld
 from relavium_conformance._run.case_setup import DEFAULT_AGENT, create_params, resolve_saved, substitute
-from relavium_conformance._run.compaction_world import CompactionWorld, marker_problem
+from relavium_conformance._run.compaction_world import CompactionWorld, compaction_snapshot, marker_problem
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
@@ -91,6 +91,7 @@ class Observation:
     summary_requests: list[dict[str, Any]] = field(default_factory=list)
     compaction_starts: list[dict[str, Any]] = field(default_factory=list)
     estimate_requests: list[dict[str, Any]] = field(default_factory=list)  # provider.estimate calls
+    resolutions: list[dict[str, Any]] = field(default_factory=list)  # host.resolveProvider calls
     instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
     violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
     differences: list[Difference] = field(default_factory=list)
@@ -121,10 +122,7 @@ class Observation:
             "exports": self.exports,
             **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
         }
-        if self.summary_requests or self.compaction_starts:  # older snapshots stay as they were
-            raw["summary_requests"] = self.summary_requests
-            raw["compaction_starts"] = self.compaction_starts
-        raw.update({"estimate_requests": self.estimate_requests} if self.estimate_requests else {})
+        raw.update(compaction_snapshot(self))  # only what a compaction case observed: older ones stay
         return raw
 
 

@@ -120,6 +120,7 @@ _ORDER = (
     "summary_request_count",
     "compaction_starts",
     "estimate_requests",
+    "resolutions",
     "tool_calls",
     "confirms",
     "rows",

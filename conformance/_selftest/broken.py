@@ -20,16 +20,18 @@ from typing import Any
 
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation, run_command_approved
+from relavium_conformance._selftest.broken_auto_compaction import AUTO_COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_budget import BUDGET_BREAKS
 from relavium_conformance._selftest.broken_budget2 import BUDGET_BREAKS_2
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
 from relavium_conformance._selftest.broken_compaction import COMPACTION_BREAKS
 from relavium_conformance._selftest.broken_compaction2 import COMPACTION_BREAKS_2
+from relavium_conformance._selftest.broken_compaction3 import COMPACTION_BREAKS_3
 from relavium_conformance._selftest.broken_events import EVENT_BREAKS
 from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
-from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, RECOVERY_BREAKS
+from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, PRESEND_BREAKS, RECOVERY_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
@@ -463,7 +465,9 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *BUDGET_BREAKS_2,
     *MEMORY_BREAKS,
     *COMPACTION_BREAKS,
+    *AUTO_COMPACTION_BREAKS,
     *COMPACTION_BREAKS_2,
+    *COMPACTION_BREAKS_3,
     *STORE_BREAKS,
     *EVENT_BREAKS,
     *PURE_BREAKS,
@@ -471,6 +475,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *HTTP_BREAKS,
     *OVERFLOW_BREAKS,
     *RECOVERY_BREAKS,
+    *PRESEND_BREAKS,
     *SESSION_BREAKS,
     *SIDE_BY_SIDE_BREAKS,
     *WIRE_BREAKS_2,

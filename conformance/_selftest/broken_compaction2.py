@@ -16,8 +16,7 @@ from typing import Any, Literal
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction import CompactionJob, CompactionReport
-from relavium_reference._model.errors import ObserverError
-from relavium_reference._model.events import CompactionReason, SessionCompacted, SessionCompactionFailed
+from relavium_reference._model.events import CompactionReason, SessionCompactionFailed
 from relavium_reference._model.history_results import (
     CompactionFailed,
     CompactionResult,
@@ -30,13 +29,13 @@ from relavium_reference._model.vocabulary import ProviderId
 from relavium_reference._rules.compaction_plan import KEPT_HEADER, kept_slot_count
 from relavium_reference._rules.lifecycle import SessionInput, SessionState
 
-__all__ = ["COMPACTION_BREAKS_2"]
+__all__ = ["COMPACTION_BREAKS_2", "JobBreak"]
 
 _NOTE = re.compile(r"\n\[\.\.\. \d+ characters omitted \.\.\.\]\n")
 _SUMMARY = re.compile(r"(Notes on the conversation so far:\n)(.*?)(\nThe conversation continued:)", re.S)
 
 
-class _JobBreak(AgentSession):
+class JobBreak(AgentSession):
     """A session whose compaction job is changed by :meth:`_bend` before the runner sees it."""
 
     def _compaction_job(
@@ -77,7 +76,7 @@ def _rewrite_parts(job: CompactionJob, edit: Callable[[int, str], str]) -> None:
                 LlmTextPart(text=edit(i, part.text)) if isinstance(part, LlmTextPart) else part
                 for i, part in enumerate(message.content)
             ]
-            messages.append(message.model_copy(update={"content": parts}))
+            messages.append(message.model_copy(update={"content": tuple(parts)}))
         return request.model_copy(update={"messages": messages})
 
     def resolved(provider: ProviderId, model: str) -> LlmProvider:
@@ -92,14 +91,14 @@ def _cut(text: str, keep: int) -> str:
     return text[: keep // 2] + "\n[...]\n" + text[len(text) - keep // 2 :]
 
 
-class _SkipsAcknowledgement(_JobBreak):
+class _SkipsAcknowledgement(JobBreak):
     """Treats the unknown-window disclosure as already acknowledged: passes egress unacknowledged."""
 
     def _bend(self, job: CompactionJob) -> None:
         job.acknowledged = True
 
 
-class _IgnoresFailedAcknowledgement(_JobBreak):
+class _IgnoresFailedAcknowledgement(JobBreak):
     """A failed acknowledgement is swallowed and the passes go out anyway."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -118,7 +117,7 @@ class _IgnoresFailedAcknowledgement(_JobBreak):
         job.on_compaction_start = swallow
 
 
-class _HonoursLateAcknowledgement(_JobBreak):
+class _HonoursLateAcknowledgement(JobBreak):
     """Waits out the acknowledgement through a cancel and then egresses on its (late) grant."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -147,7 +146,7 @@ class _HonoursLateAcknowledgement(_JobBreak):
         job.cancelled = forgets
 
 
-class _CancelledAcknowledgementFails(_JobBreak):
+class _CancelledAcknowledgementFails(JobBreak):
     """A cancel while the acknowledgement is pending is reported as a failed acknowledgement."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -165,14 +164,14 @@ class _CancelledAcknowledgementFails(_JobBreak):
         job.on_compaction_start = as_failure
 
 
-class _FifthPass(_JobBreak):
+class _FifthPass(JobBreak):
     """Plans up to five summary passes."""
 
     def _bend(self, job: CompactionJob) -> None:
         job.max_passes = 5
 
 
-class _IgnoresSoftBound(_JobBreak):
+class _IgnoresSoftBound(JobBreak):
     """An unknown window is planned as a 36,864-token one: no soft bound (and no disclosure)."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -183,7 +182,7 @@ class _IgnoresSoftBound(_JobBreak):
         job.models = models
 
 
-class _FirstEntryWindowOnly(_JobBreak):
+class _FirstEntryWindowOnly(JobBreak):
     """Sizes the passes by the first entry's window alone, as if every entry had it."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -192,21 +191,21 @@ class _FirstEntryWindowOnly(_JobBreak):
             job.models = {**job.models, **{entry.model: first for entry in job.plan}}
 
 
-class _KeptExchangeTruncated(_JobBreak):
+class _KeptExchangeTruncated(JobBreak):
     """Cuts long kept messages in the summariser request to make room."""
 
     def _bend(self, job: CompactionJob) -> None:
         _rewrite_parts(job, lambda i, text: text if i == 0 or text == KEPT_HEADER else _cut(text, 1000))
 
 
-class _CutWithoutNote(_JobBreak):
+class _CutWithoutNote(JobBreak):
     """Cuts an oversized foldable message silently: the omission note is left out."""
 
     def _bend(self, job: CompactionJob) -> None:
         _rewrite_parts(job, lambda i, text: _NOTE.sub("", text) if i == 0 else text)
 
 
-class _RunningSummaryTruncated(_JobBreak):
+class _RunningSummaryTruncated(JobBreak):
     """Cuts the running summary in the fold block to half its length."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -270,7 +269,7 @@ class _CompactWhileBusy(AgentSession):
         return await super().compact(reason)
 
 
-class _NoMarker(_JobBreak):
+class _NoMarker(JobBreak):
     """Installs the summary without appending the durable boundary marker."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -300,7 +299,7 @@ class _StaysBusyAfterFailure(AgentSession):
         return result
 
 
-class _MomentClosedTwice(_JobBreak):
+class _MomentClosedTwice(JobBreak):
     """A failed compaction closes its moment with two failed-moment events."""
 
     def _bend(self, job: CompactionJob) -> None:
@@ -313,192 +312,6 @@ class _MomentClosedTwice(_JobBreak):
                 return await inner.emit(event_type, **payload)
 
         job.stamper = _Twice()  # type: ignore[assignment]
-
-
-class _EstimateWrapper:
-    """A provider whose own estimator is hidden (``estimate`` None) or replaced."""
-
-    def __init__(self, inner: LlmProvider, estimate: Callable[[LlmProvider, LlmRequest], Any] | None) -> None:
-        self._inner = inner
-        self._estimate = estimate
-
-    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        return self._inner.stream(request)
-
-    def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
-        return open_stream(self._inner, request, invocation)
-
-
-class _Estimating(_EstimateWrapper):
-    async def estimate_tokens(self, request: LlmRequest) -> int:
-        assert self._estimate is not None
-        return int(await self._estimate(self._inner, request))
-
-
-def _wrap_estimates(job: CompactionJob, estimate: Callable[[LlmProvider, LlmRequest], Any] | None) -> None:
-    resolve = job.resolve_provider
-
-    def resolved(provider: ProviderId, model: str) -> LlmProvider:
-        inner = resolve(provider, model)
-        if estimate is None:
-            return _EstimateWrapper(inner, None)
-        return _Estimating(inner, estimate)
-
-    job.resolve_provider = resolved
-
-
-class _SkipsTheEstimate(_JobBreak):
-    """Installs without asking the provider's own estimator about the prospective history."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        _wrap_estimates(job, None)
-
-
-def _shielded(step: Callable[[], Any], late: dict[str, bool]) -> Any:
-    """Await ``step()`` through a cancel (recording it in ``late``) instead of being interrupted."""
-
-    async def run() -> Any:
-        future = asyncio.ensure_future(step())
-        while True:
-            try:
-                return await asyncio.shield(future)
-            except asyncio.CancelledError:
-                if future.done():
-                    raise
-                late["cancel"] = True
-                asyncio.current_task().uncancel()  # type: ignore[union-attr]
-
-    return run()
-
-
-def _forgetting(job: CompactionJob, late: dict[str, bool]) -> None:
-    cancelled = job.cancelled
-    job.cancelled = lambda: False if late["cancel"] else cancelled()
-
-
-class _EstimateNotRechecked(_JobBreak):
-    """Finishes the estimate through a cancel and does not recheck it: the marker is still written."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        late = {"cancel": False}
-
-        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
-            return int(await _shielded(lambda: inner.estimate_tokens(request), late))  # type: ignore[attr-defined]
-
-        _wrap_estimates(job, estimate)
-        _forgetting(job, late)
-
-
-class _FailingEstimateFails(_JobBreak):
-    """A failing provider estimator fails the compaction."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        failed = {"estimate": False}
-        append = job.append_boundary
-
-        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
-            try:
-                return int(await inner.estimate_tokens(request))  # type: ignore[attr-defined]
-            except Exception:
-                failed["estimate"] = True
-                raise
-
-        async def refuse(kept_slots: int, text: str) -> None:
-            if failed["estimate"]:
-                raise RuntimeError("the estimate failed")
-            await append(kept_slots, text)
-
-        _wrap_estimates(job, estimate)
-        job.append_boundary = refuse
-
-
-class _AbortReachesCompaction(AgentSession):
-    """``abort`` while a compaction runs cancels it, even after its summary came back."""
-
-    def abort(self) -> None:
-        task = self._compaction_task
-        if task is not None and not task.done():
-            task.cancel()
-            return
-        super().abort()
-
-
-class _MarkerCommitNotRechecked(_JobBreak):
-    """Finishes the marker commit through a cancel and installs the summary anyway."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        late = {"cancel": False}
-        append = job.append_boundary
-
-        async def through(kept_slots: int, text: str) -> None:
-            await _shielded(lambda: append(kept_slots, text), late)
-
-        job.append_boundary = through
-        _forgetting(job, late)
-
-
-class _MarkerFailureInstalls(_JobBreak):
-    """A failed marker append is ignored: the summary is installed without a durable boundary."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        append = job.append_boundary
-
-        async def ignore(kept_slots: int, text: str) -> None:
-            try:
-                await append(kept_slots, text)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                return
-
-        job.append_boundary = ignore
-
-
-class _KeptTurnCountRepliesOnly(_JobBreak):
-    """``keptTurnCount`` counts only kept exchanges with a nonempty reply (no legacy slot, no empty final)."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        inner, exchanges = job.stamper, job.exchanges
-
-        def replies(kept: int) -> int:
-            return sum(1 for e in exchanges[len(exchanges) - kept :] if e.assistant)
-
-        class _Counting:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                if event_type is SessionCompacted:
-                    payload["kept_turn_count"] = replies(payload["kept_turn_count"])
-                return await inner.emit(event_type, **payload)
-
-        job.stamper = _Counting()  # type: ignore[assignment]
-
-
-class _ObserverOriginLost(_JobBreak):
-    """The compaction's notifications lose their failures' origin: ``to_failed`` turns a raw failure into a
-    classified one (a fixed failed result); otherwise a classified one is rethrown as raw."""
-
-    to_failed = False
-
-    def _bend(self, job: CompactionJob) -> None:
-        inner, to_failed = job.stamper, self.to_failed
-
-        class _Relabel:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                try:
-                    return await inner.emit(event_type, **payload)
-                except ObserverError as failure:
-                    if to_failed:
-                        raise
-                    raise RuntimeError(str(failure)) from None
-                except Exception as failure:
-                    if to_failed:
-                        raise ObserverError(str(failure)) from None
-                    raise
-
-        job.stamper = _Relabel()  # type: ignore[assignment]
-
-
-class _RawObserverFailureFails(_ObserverOriginLost):
-    to_failed = True
 
 
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
@@ -601,59 +414,5 @@ COMPACTION_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "a failed compaction closes its moment with two failed-moment events",
         ("AS-COMP-036", "AS-COMP-038"),
         _MomentClosedTwice,
-    ),
-    _b(
-        "compaction-skips-the-estimate",
-        "the prospective history is installed without the provider's own estimate",
-        ("AS-OBS-028",),
-        _SkipsTheEstimate,
-    ),
-    _b(
-        "compaction-estimate-not-rechecked",
-        "a cancel during the estimate is not rechecked: the marker is written and the summary installed",
-        ("AS-OBS-029", "AS-COMP-023"),
-        _EstimateNotRechecked,
-    ),
-    _b(
-        "compaction-failing-estimate-fails",
-        "a failing provider estimator fails the compaction",
-        ("AS-OBS-030",),
-        _FailingEstimateFails,
-    ),
-    _b(
-        "compaction-abort-reaches-compaction",
-        "an abort while a compaction runs cancels it, even after its summary came back",
-        ("AS-OBS-031",),
-        _AbortReachesCompaction,
-    ),
-    _b(
-        "compaction-marker-commit-not-rechecked",
-        "a cancel during the marker commit is not rechecked: the summary is installed and announced",
-        ("AS-COMP-036",),
-        _MarkerCommitNotRechecked,
-    ),
-    _b(
-        "compaction-marker-failure-installs",
-        "a failed marker append is ignored and the summary installed without a durable boundary",
-        ("AS-COMP-022", "AS-COMP-023"),
-        _MarkerFailureInstalls,
-    ),
-    _b(
-        "kept-turn-count-replies-only",
-        "keptTurnCount counts only kept exchanges with a nonempty reply, not legacy slots or empty finals",
-        ("AS-COMP-025",),
-        _KeptTurnCountRepliesOnly,
-    ),
-    _b(
-        "compaction-classified-observer-failure-rejects",
-        "a classified failure of a compaction notification rejects instead of giving the fixed failed result",
-        ("AS-OBS-011", "AS-OBS-012"),
-        _ObserverOriginLost,
-    ),
-    _b(
-        "compaction-raw-observer-failure-fails",
-        "a raw failure of a compaction notification becomes a failed result, not the original rejection",
-        ("AS-OBS-011", "AS-OBS-012"),
-        _RawObserverFailureFails,
     ),
 )

@@ -16,11 +16,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, RunResult
-from relavium_conformance._run.parallel import map_in_processes
+from relavium_conformance._run.parallel import fork_available, map_in_processes
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
@@ -255,7 +256,10 @@ async def run_selftest(
     def judge(broken: BrokenImplementation) -> BrokenVerdict:
         return asyncio.run(check_broken(broken, cases, reference, timeout, stdio=stdio))
 
-    if jobs > 1:
+    from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
+
+    parallel = jobs > 1 and fork_available()
+    if parallel:
         verdicts = map_in_processes(judge, BROKEN_IMPLEMENTATIONS, jobs)
     else:
         verdicts = [
@@ -265,27 +269,71 @@ async def run_selftest(
         report.broken.append(verdict)
         if on_progress:
             on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
-    for alternative in COMPLIANT_ALTERNATIVES if include_alternatives else ():
-        accepted = await check_alternative(alternative, cases, reference, timeout)
-        report.alternatives.append(accepted)
-        if on_progress:
-            word = "accepted" if accepted.accepted else "REFUSED"
-            on_progress(f"{word}  compliant alternative {alternative.name}: {accepted.explanation}")
+    sending = [
+        c
+        for c in cases
+        if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
+    ][:2]
+    later: list[_Later] = [
+        *(
+            ("alternative", alternative)
+            for alternative in (COMPLIANT_ALTERNATIVES if include_alternatives else ())
+        ),
+        ("store", None),
+        *(("misbehaviour", mode) for mode in (MISBEHAVIOURS if include_misbehaviours else ())),
+    ]
+
+    def check(item: _Later) -> Any:
+        return _check_later(item, cases, reference, timeout, misbehaviour_timeout, sending)
+
+    if parallel:  # the same checks, each in a forked process of its own; reported in this order
+        outcomes = map_in_processes(lambda item: asyncio.run(check(item)), later, jobs)
+    else:
+        outcomes = [await check(item) for item in later]
+    for (kind, _what), outcome in zip(later, outcomes, strict=True):
+        _record(report, kind, outcome, on_progress)
+    return report
+
+
+_Later = tuple[str, Any]
+"""One check after the broken implementations: a compliant alternative, the store profile's own
+selftest (one item) or a misbehaving program."""
+
+
+async def _check_later(
+    item: _Later,
+    cases: Sequence[AnyCase],
+    reference: RunResult,
+    timeout: float,
+    misbehaviour_timeout: float,
+    sending: Sequence[AnyCase],
+) -> Any:
     from relavium_conformance._selftest.store_proofs import run_store_selftest
 
-    report.broken.extend((await run_store_selftest(timeout=timeout, on_progress=on_progress)).broken)
-    if include_misbehaviours:
-        sending = [
-            c
-            for c in cases
-            if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
-        ][:2]
-        from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
+    kind, what = item
+    if kind == "alternative":
+        return await check_alternative(what, cases, reference, timeout)
+    if kind == "store":
+        return (await run_store_selftest(timeout=timeout)).broken
+    return await check_misbehaviour(what, sending, misbehaviour_timeout)
 
-        for mode in MISBEHAVIOURS:
-            survived = await check_misbehaviour(mode, sending, misbehaviour_timeout)
-            report.misbehaviours.append(survived)
-            if on_progress:
-                word = "survived" if survived.ok else "FAILED"
-                on_progress(f"{word}  misbehaving program ({mode}): {survived.detail}")
-    return report
+
+def _record(
+    report: SelftestReport, kind: str, outcome: Any, on_progress: Callable[[str], None] | None
+) -> None:
+    if kind == "alternative":
+        report.alternatives.append(outcome)
+        lines = [
+            f"{'accepted' if outcome.accepted else 'REFUSED'}  compliant alternative {outcome.name}: "
+            f"{outcome.explanation}"
+        ]
+    elif kind == "store":
+        report.broken.extend(outcome)
+        lines = [f"{'caught' if v.caught else 'MISSED'}  store {v.name}: {v.explanation}" for v in outcome]
+    else:
+        report.misbehaviours.append(outcome)
+        word = "survived" if outcome.ok else "FAILED"
+        lines = [f"{word}  misbehaving program ({outcome.mode}): {outcome.detail}"]
+    if on_progress:
+        for line in lines:
+            on_progress(line)

@@ -45,6 +45,7 @@ __all__ = [
     "HostLoadSessionParams",
     "HostLoadSessionResult",
     "HostRecordCostParams",
+    "HostResolveProviderParams",
     "HostSleepParams",
     "ImplementationInfo",
     "KitInfo",
@@ -181,6 +182,9 @@ class DepsSpec(_Msg):
     """The persisted host keeps a usage writer: ``host.usage`` (KD-USE-1)."""
     provider_estimates: bool = False
     """The kit's providers have their own token estimator: ``provider.estimate`` (KD-COMP-8)."""
+    resolution_callback: bool = False
+    """A compaction's planning prepares each plan entry's provider through ``host.resolveProvider``
+    (the host's credential lookup, KD-COMP-10)."""
     provider_endpoints: tuple[ProviderEndpoint, ...] = ()
     """Providers reached over HTTP instead of ``provider.open``/``provider.next`` (capability ``wire``)."""
 
@@ -536,6 +540,14 @@ class HostCompactionStartParams(_Msg):
 
     handle: str
     start: dict[str, Any]
+
+
+class HostResolveProviderParams(_Msg):
+    """The host's part of resolving one plan entry's provider (its credential lookup, KD-COMP-10)."""
+
+    handle: str
+    provider: str
+    model: str
 
 
 class ProviderEstimateParams(_Msg):

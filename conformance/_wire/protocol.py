@@ -262,6 +262,13 @@ METHODS: tuple[Method, ...] = (
         "acknowledge the unknown-window disclosure before a compaction's first pass",
     ),
     _cb(
+        "host.resolveProvider",
+        m.HostResolveProviderParams,
+        m.Empty,
+        "compaction",
+        "prepare one plan entry's provider for a compaction (deps.resolutionCallback)",
+    ),
+    _cb(
         "provider.estimate",
         m.ProviderEstimateParams,
         m.ProviderEstimateResult,

@@ -68,6 +68,7 @@ from relavium_reference._model.llm import (
 )
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import MemoryPolicySpec
+from relavium_reference._model.vocabulary import ProviderId
 from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS, EntryWindow, pass_input_limit
 from relavium_reference._rules.compaction_plan import (
     MAX_PASSES,
@@ -144,6 +145,8 @@ class CompactionJob:
     max_tokens_estimate: int | None = None
     """The session's frozen ``maxTokensEstimate`` fallback, handed to admission as a turn hands it."""
     max_passes: int = MAX_PASSES
+    prepare_provider: Callable[[ProviderId, str], Awaitable[None]] | None = None
+    """The host's asynchronous part of resolving each entry's provider (KD-COMP-10)."""
     usage: UsageWriter | None = None
     """The host's usage writer (``None``: the engine's own unpriced counters)."""
     latch: Callable[[], None] = lambda: None
@@ -174,13 +177,18 @@ class _Resolved:
     window: int | None
 
 
-def _resolve(job: CompactionJob) -> tuple[list[_Resolved], list[EntryWindow]]:
+async def _resolve(job: CompactionJob) -> tuple[list[_Resolved], list[EntryWindow]]:
+    """Resolve each plan entry's provider (a cancel while the host prepares one stops it there)."""
     resolved: list[_Resolved] = []
     windows: list[EntryWindow] = []
     for entry in job.plan:
         info = job.models.get(entry.model, UNKNOWN_MODEL)
         try:
+            if job.prepare_provider is not None:
+                await job.prepare_provider(entry.provider, entry.model)
             provider = job.resolve_provider(entry.provider, entry.model)
+        except asyncio.CancelledError:
+            raise
         except Exception:
             windows.append(EntryWindow(entry.model, info, attemptable=False))
             continue
@@ -208,7 +216,7 @@ async def run_compaction(job: CompactionJob) -> CompactionReport:
 async def _run(job: CompactionJob) -> CompactionReport:
     if kept_slot_count(job.exchanges) >= len(job.exchanges):
         return CompactionReport(NothingToCompact(), installed=False)
-    resolved, windows = _resolve(job)
+    resolved, windows = await _resolve(job)
     await asyncio.sleep(0)  # the provider resolution is an await point of the operation
     if job.cancelled():
         raise asyncio.CancelledError  # before any credential or provider call
@@ -239,7 +247,9 @@ async def _run(job: CompactionJob) -> CompactionReport:
             await job.stamper.emit(
                 SessionCompactionFailed, reason=job.reason, outcome="budget_refused", message=refused.message
             )
-        elif not job.manual:
+        elif not job.manual and job.pending_user is None:
+            # after-turn (no active turn to settle): the standalone side notice; a pre-send or recovery
+            # refusal is told by the turn's budget_exceeded terminal instead
             await job.stamper.emit(SessionCompactionRefused, reason=job.reason, message=refused.message)
         result = CompactionBudgetRefused(message=refused.message, moment_opened=opened)
         return CompactionReport(result, installed=False)

@@ -1,168 +1,56 @@
-"""The compaction of an overflow recovery: fold the older working transcript into the running summary.
+"""The compaction of an overflow recovery: the session's one compaction runner, reason ``auto-overflow``.
 
 :func:`recover_overflow` is the turn's ``recover`` port (:class:`~relavium_reference._host.turn.TurnSetup`):
 it runs only when the turn's private recovery facts allow it (``_rules.overflow.may_recover``), once, and
-answers what the turn does next:
+answers what the turn does next.  The compaction is the one every other path runs
+(:meth:`relavium_reference._host.session_compaction.SessionCompaction.run_compaction`, with the turn's
+pending user kept verbatim and never the manual soft bound), so its planning, passes, marker and events
+are those of KD-COMP-7:
 
-* nothing older than the latest completed exchange → ``None`` (nothing to fold: the original overflow
-  stands); no moment is opened, nothing egresses;
-* the admission refuses the summary pass → :class:`RecoveryRefused` with its safe message (the turn
-  settles ``budget_exceeded``); a refused first admission opens no moment;
-* the summary pass fails or returns empty text → the moment closes with ``session:compaction_failed``
-  and ``None``: nothing is installed, the original overflow stands; an abort of the turn during the pass
-  closes it the same way before the turn ends as aborted (a cancel of the session closes it itself);
-* otherwise one summary and history replacement (the latest completed exchange kept verbatim), one
-  durable boundary marker, one ``session:compacted`` (reason ``auto-overflow``) whose ``tokensUsed`` is the
-  summariser's own spend, and :class:`Recovered` with the new working history for the one fresh retry.
+* nothing older than the latest completed exchange, or an ordinary failure (the moment, when opened,
+  closes with ``session:compaction_failed``) → ``None``: nothing is installed, the original overflow stands;
+* a budget refusal → :class:`RecoveryRefused` with its safe message (the turn settles ``budget_exceeded``);
+  a refused first admission opens no moment;
+* an abort of the turn during it closes the open moment once before the turn ends as aborted (a cancel of
+  the session closes it itself);
+* otherwise one summary and history replacement, one durable boundary marker, one ``session:compacted``
+  (reason ``auto-overflow``) and :class:`Recovered` with the new working history for the one fresh retry.
 
-The summariser's spend never enters the turn's usage and uses no slot of the hard cap.  This is one
-pass over every foldable exchange; the measured multi-pass planner of the compaction issue replaces the
-pass when it lands, behind the same port.
+The summariser's spend never enters the turn's usage and uses no slot of the hard cap.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from relavium_reference._host.stamper import EventStamper
+from relavium_reference._host.compaction import CompactionReport
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
-from relavium_reference._model.events import (
-    SessionCompacted,
-    SessionCompacting,
-    SessionCompactionFailed,
-    TokensUsed,
-)
-from relavium_reference._model.invocation import (
-    UNKNOWN_MODEL,
-    AdmissionRefused,
-    AdmissionRequest,
-    Invocation,
-    open_stream,
-)
-from relavium_reference._model.llm import (
-    LlmMessage,
-    LlmRequest,
-    LlmTextPart,
-    StopChunk,
-    StreamErrorChunk,
-    TextDelta,
-    Usage,
-)
-from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS
-from relavium_reference._rules.projection import Exchange, HistoryMessage, ProjectedRequest, estimate_tokens
+from relavium_reference._model.events import CompactionReason
+from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionCancelled
+from relavium_reference._rules.projection import HistoryMessage
 
-__all__ = ["RECOVERY_SUMMARY_SYSTEM", "recover_overflow"]
-
-RECOVERY_SUMMARY_SYSTEM = (
-    "Summarise the conversation below so that it can be continued from the summary alone: keep the facts, "
-    "decisions, names and open questions; write plain text."
-)
-_FAILED = "the conversation could not be summarised"
+__all__ = ["recover_overflow"]
 
 
 class _Session(Protocol):
     """The parts of an :class:`~relavium_reference._host.session.AgentSession` a recovery uses."""
 
-    _exchanges: list[Exchange]
-    _preamble: str | None
-    _stamper: EventStamper
-    _deps: Any
-
     def _history(self) -> list[HistoryMessage]: ...
 
-    async def _append_boundary(self, kept_slots: int) -> None: ...
-
-
-def _fold_text(summary: str | None, folded: Sequence[Exchange]) -> str:
-    blocks = [f"Summary so far:\n{summary}"] if summary else []
-    for exchange in folded:
-        blocks.append(f"User: {exchange.user}")
-        if exchange.assistant:
-            blocks.append(f"Assistant: {exchange.assistant}")
-    return "\n\n".join(blocks)
-
-
-def _tokens(setup: TurnSetup, history: Sequence[HistoryMessage]) -> int:
-    messages = [LlmMessage(role=m.role, content=[LlmTextPart(text=m.text)]) for m in history]
-    messages.append(LlmMessage(role="user", content=[LlmTextPart(text=setup.pending_user)]))
-    return estimate_tokens(ProjectedRequest(system=setup.agent.system_prompt, messages=messages, tools=None))
+    async def run_compaction(
+        self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
+    ) -> CompactionReport: ...
 
 
 async def recover_overflow(session: _Session, setup: TurnSetup) -> Recovered | RecoveryRefused | None:
     """The one compaction of an overflow recovery (see the module text)."""
-    exchanges = list(session._exchanges)
-    if len(exchanges) <= 1:
+    report = await session.run_compaction("auto-overflow", pending_user=setup.pending_user)
+    result = report.result
+    if isinstance(result, CompactionCancelled):
+        raise asyncio.CancelledError  # the turn's own signal: the session settles the turn
+    if isinstance(result, CompactionBudgetRefused):
+        return RecoveryRefused(message=result.message)
+    if not report.installed:
         return None
-    folded, kept = exchanges[:-1], exchanges[-1:]
-    entry = setup.plan[0]
-    text = _fold_text(session._preamble, folded)
-    request = LlmRequest(
-        model=entry.model,
-        system=RECOVERY_SUMMARY_SYSTEM,
-        messages=[LlmMessage(role="user", content=[LlmTextPart(text=text)])],
-        max_tokens=SUMMARY_MAX_TOKENS,
-    )
-    projected = ProjectedRequest(system=request.system or "", messages=request.messages, tools=None)
-    admission = AdmissionRequest(
-        purpose="summary",
-        provider=entry.provider.value,
-        model=entry.model,
-        input_tokens=estimate_tokens(projected),
-        output_reservation=SUMMARY_MAX_TOKENS,
-        attempt=1,
-    )
-    verdict = await setup.admission.admit(admission)
-    if isinstance(verdict, AdmissionRefused):
-        return RecoveryRefused(message=verdict.message)
-    stamper = session._stamper
-    await stamper.emit(SessionCompacting, reason="auto-overflow")
-    window = setup.models.get(entry.model, UNKNOWN_MODEL).authoritative_window
-    try:
-        summary, usage, failed = await _summarise(setup, entry.provider, entry.model, request, window)
-    except asyncio.CancelledError:
-        # an abort of the turn closes the open moment once; the session's cancellation closes it itself
-        if getattr(session, "_interrupt", None) != "cancel":
-            await stamper.emit(
-                SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED
-            )
-        raise
-    if failed or not summary.strip():
-        await stamper.emit(SessionCompactionFailed, reason="auto-overflow", outcome="failed", message=_FAILED)
-        return None
-    before = _tokens(setup, session._history())
-    session._preamble = summary
-    session._exchanges[:] = kept
-    await session._append_boundary(len(kept))
-    history = session._history()
-    await stamper.emit(
-        SessionCompacted,
-        reason="auto-overflow",
-        summary=summary,
-        kept_message_count=sum(exchange.message_units for exchange in kept),
-        tokens_before=before,
-        tokens_after=_tokens(setup, history),
-        tokens_used=TokensUsed(input=usage.input_tokens, output=usage.output_tokens, model=entry.model),
-        kept_turn_count=len(kept),
-    )
-    return Recovered(history=history)
-
-
-async def _summarise(
-    setup: TurnSetup, provider_id: Any, model: str, request: LlmRequest, window: int | None
-) -> tuple[str, Usage, bool]:
-    """The summary pass: its text, its usage, and whether it failed (an error, a raise, no stop)."""
-    text, usage = "", Usage()
-    try:
-        provider = setup.resolve_provider(provider_id, model)
-        async for chunk in open_stream(provider, request, Invocation("summary", window)):
-            if isinstance(chunk, TextDelta):
-                text += chunk.text
-            elif isinstance(chunk, StopChunk):
-                return text, usage + chunk.usage, False
-            elif isinstance(chunk, StreamErrorChunk):
-                return text, usage + (chunk.usage or Usage()), True
-    except Exception:
-        return text, usage, True
-    return text, usage, True
+    return Recovered(history=session._history())

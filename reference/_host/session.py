@@ -16,11 +16,11 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
+from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction import CompactionReport
 from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import PersistError, ReleasesWriter, completed_turn
-from relavium_reference._host.session_compaction import SessionCompaction
 from relavium_reference._host.session_deps import (
     DEFAULT_SESSION_MAX_TURNS,
     ExportResult,
@@ -36,7 +36,6 @@ from relavium_reference._host.turn import (
     TurnSetup,
     build_plan,
     error_message,
-    run_turn,
 )
 from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.commands import (
@@ -112,7 +111,7 @@ __all__ = [
 ]
 
 
-class AgentSession(SessionCompaction):
+class AgentSession(SessionAutoCompaction):
     """One instance of a session: one agent, one model and its fallback plan."""
 
     _state: SessionState = SessionState.CREATED
@@ -311,8 +310,7 @@ class AgentSession(SessionCompaction):
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress
                 )
-            setup = self._turn_setup(text, policy)
-            self._turn_task = asyncio.create_task(run_turn(setup, progress))
+            self._turn_task = asyncio.create_task(self._turn_body(text, policy, progress))  # pre-send, turn
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
             if task.cancelled() or self._interrupt is not None:
@@ -335,7 +333,9 @@ class AgentSession(SessionCompaction):
                 return settled
             if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
                 self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
-            return await self._settle(end, progress)
+            settled = await self._settle(end, progress)
+            await self._after_turn(progress, policy)
+            return settled
         finally:
             self._progress = None
             if self._turn_task is not None and not self._turn_task.done():
@@ -411,7 +411,7 @@ class AgentSession(SessionCompaction):
             if self._state is SessionState.HISTORY:
                 self._enter(SessionInput.HISTORY_SETTLED)
 
-    async def _trim(self, max_messages: int, reason: Literal["manual"]) -> TrimResult:
+    async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
         refusal = trim_refusal(self._memory)
         if refusal is not None:
             return refusal

@@ -25,7 +25,7 @@ from relavium_reference._model.history_results import CompactionStartHook
 from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
 from relavium_reference._model.shapes import WireModel
 from relavium_reference._model.tools import ToolRegistry
-from relavium_reference._model.vocabulary import SessionStopReason
+from relavium_reference._model.vocabulary import ProviderId, SessionStopReason
 from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
 
 __all__ = [
@@ -73,6 +73,10 @@ class SessionDeps:
     """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
     on_compaction_start: CompactionStartHook | None = None
     """The unknown-window acknowledgement (KD-COMP-4); without it such a manual compaction fails."""
+    prepare_provider: Callable[[ProviderId, str], Awaitable[None]] | None = None
+    """The host's asynchronous part of resolving a provider (e.g. fetching its credential), awaited by a
+    compaction's cold planning before ``resolve_provider`` for each plan entry (KD-COMP-10); raising makes
+    that entry unattemptable."""
 
 
 class ExportResult(WireModel):

@@ -106,3 +106,26 @@ def test_selftest_jobs_give_the_verdicts_of_one_process() -> None:
         return asyncio.run(check_broken(broken, cases, reference, 10.0))
 
     assert map_in_processes(judge, chosen, 2) == [judge(b) for b in chosen]
+
+
+def test_selftest_jobs_run_the_later_checks_each_in_a_process_with_the_same_verdicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checks after the broken implementations (compliant alternatives, the store profile's
+    selftest, misbehaving programs) give the same report, in the same order, with ``jobs=2``."""
+    from relavium_conformance._reference import stdio_server
+    from relavium_conformance._selftest import proofs
+
+    monkeypatch.setattr(proofs, "BROKEN_IMPLEMENTATIONS", ())
+    monkeypatch.setattr(proofs, "COMPLIANT_ALTERNATIVES", proofs.COMPLIANT_ALTERNATIVES[:1])
+    monkeypatch.setattr(stdio_server, "MISBEHAVIOURS", ("crash", "stderr-noise"))
+    lines: dict[int, list[str]] = {1: [], 2: []}
+    reports = {
+        jobs: asyncio.run(proofs.run_selftest(jobs=jobs, on_progress=lines[jobs].append)) for jobs in (1, 2)
+    }
+    assert reports[2] == reports[1]
+    assert lines[2] == lines[1]
+    assert [m.mode for m in reports[2].misbehaviours] == ["crash", "stderr-noise"]
+    assert len(reports[2].alternatives) == 1
+    assert reports[2].broken  # the store profile's broken stores
+    assert reports[2].ok

@@ -24,14 +24,14 @@ from relavium_reference import (
     SessionDeps,
     SessionEvent,
 )
-from relavium_reference._host.overflow_recovery import RECOVERY_SUMMARY_SYSTEM
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.shapes import MemoryNone
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode
+from relavium_reference._rules.compaction_plan import SUMMARISER_SYSTEM
 
-WINDOW = 1000
+WINDOW = 20000  # far over the requests: no pre-send trigger fires (that is tested elsewhere)
 
 
 def overflow_call(
@@ -333,7 +333,7 @@ class _HoldsTheSummary:
         self.holding = asyncio.Event()
 
     def stream(self, request: Any) -> Any:
-        if request.system == RECOVERY_SUMMARY_SYSTEM:
+        if request.system == SUMMARISER_SYSTEM:
             return self._hold()
         return self._script.stream(request)
 
