@@ -7,7 +7,8 @@ endpoint stands for the vendor's official API or a custom host (KD-WIRE-1).  The
 client then talks to it as it would to the vendor.
 
 Every request is recorded as the observed provider request: ``{provider, model, http: {method, path,
-headers, body}}`` (the path below the provider's prefix, a fixed set of headers, the JSON body).  Each one
+headers, body}}`` (the path below the provider's prefix with its query, a fixed set of headers, the JSON
+body; ``model`` from the body, or from the path for Gemini, whose URL names it).  Each one
 takes the next invocation of the case's provider script, in order, shared with ``provider.open``; the reply
 is rendered by :mod:`relavium_conformance._run.wire_render` and written as HTTP/1.1: an error with its
 status and ``Content-Length``, or a ``text/event-stream`` 200 in chunked transfer encoding, every SSE frame
