@@ -257,6 +257,27 @@ class _CompactedEventRenamed(ReferenceImplementation):
         super().__init__(tampered, **kwargs)
 
 
+class _KeptTurnCountWithPendingUser(_JobBreak):
+    """Counts the pending user of a turn as a kept slot: ``keptTurnCount`` and the marker keep one more."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        if job.pending_user is None:
+            return
+        inner, append = job.stamper, job.append_boundary
+
+        class _Counting:
+            async def emit(self, event_type: Any, **payload: Any) -> Any:
+                if event_type is SessionCompacted:
+                    payload["kept_turn_count"] = payload["kept_turn_count"] + 1
+                return await inner.emit(event_type, **payload)
+
+        async def one_more(kept_slots: int, text: str) -> None:
+            await append(kept_slots + 1, text)
+
+        job.stamper = _Counting()  # type: ignore[assignment]
+        job.append_boundary = one_more
+
+
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
     return BrokenImplementation(name, rule, clauses, session)
 
@@ -321,6 +342,12 @@ COMPACTION_BREAKS_3: tuple[BrokenImplementation, ...] = (
         "a cancel while the providers are resolved is not rechecked: the next entry is resolved and called",
         ("AS-OBS-020", "AS-OBS-021"),
         _ResolutionNotRechecked,
+    ),
+    _b(
+        "kept-turn-count-counts-the-pending-user",
+        "a compaction before a turn counts the pending user as a kept turn (keptTurnCount and the marker)",
+        ("AS-COMP-025",),
+        _KeptTurnCountWithPendingUser,
     ),
     BrokenImplementation(
         "compaction-result-shape-renamed",
