@@ -14,6 +14,7 @@ from typing import Any
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnPolicy
 from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.compaction import CompactionJob
 from relavium_reference._host.session import TurnResult
 from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._host.usage import SessionUsage
@@ -24,6 +25,7 @@ from relavium_reference._model.budget import (
     UsageSettled,
     UsageTotals,
 )
+from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.invocation import (
     ALWAYS_ADMIT,
     Admission,
@@ -113,6 +115,12 @@ class _KeepsPendingAdmission(_WrappedSession):
                 return None
 
         return Keeps(inner)
+
+    def _compaction_job(
+        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+    ) -> CompactionJob:
+        job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
+        return replace(job, admission=self.governor(job.admission))
 
 
 class _ReadsEstimateLive(AgentSession):
@@ -297,14 +305,14 @@ BUDGET_BREAKS: tuple[BrokenImplementation, ...] = (
     ),
     BrokenImplementation(
         "cancel-keeps-pending-admission",
-        "a cancel while admission is pending never releases it",
-        ("AS-OBS-013",),
+        "a cancel while admission is pending never releases it (a turn's or a summary pass's)",
+        ("AS-COMP-033",),
         _KeepsPendingAdmission,
     ),
     BrokenImplementation(
         "budget-refusal-unnamed",
         "a budget_exceeded terminal carries a fixed message that does not name the cap",
-        ("AS-OBS-013",),
+        ("AS-COMP-047",),
         _RefusalUnnamed,
     ),
     BrokenImplementation(

@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.admission import UsageWriter, release_quietly
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
 from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
@@ -286,7 +286,11 @@ async def _one_pass(
                 request=request,
                 max_tokens_estimate=job.max_tokens_estimate,
             )
-            decision = await job.admission.admit(ask)
+            try:
+                decision = await job.admission.admit(ask)
+            except asyncio.CancelledError:  # cancelled while the answer was pending: give it back
+                await release_quietly(job.admission, ask)
+                raise
             if isinstance(decision, AdmissionRefused):
                 raise _Refused(decision.message)
             try:
@@ -296,12 +300,12 @@ async def _one_pass(
                 if soft and not job.acknowledged:
                     await _acknowledge(job)
                     job.acknowledged = True
-            except asyncio.CancelledError:
-                await job.admission.release(ask)  # admitted, never sent
-                raise
             except _PassFailed:
                 await job.admission.release(ask)
                 raise _PassFailed("acknowledgement") from None
+            except BaseException:  # a cancel, or an observer failing on the moment: never sent
+                await job.admission.release(ask)
+                raise
             await _pending(job, candidate, ask)
             text, retry = await _stream(job, candidate, request, number)
             if text is not None:
