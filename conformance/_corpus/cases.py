@@ -99,6 +99,16 @@ OpName = Annotated[
 """A case-format operation: one of the method table's ``case_op`` names."""
 
 
+def _not_main(name: str) -> str:
+    if name == "main":
+        raise ValueError("main is the case's first session: leave session out to act on it")
+    return name
+
+
+SessionName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_not_main)]
+"""A session of the case other than its first (``main``), named by the steps that act on it."""
+
+
 class OpStep(KitStrict):
     """One operation, with what its result (or its refusal) must look like."""
 
@@ -112,6 +122,8 @@ class OpStep(KitStrict):
     agent: dict[str, Any] | None = None  # resume: agent fields to change (a model reseat)
     max_messages: int | None = None  # trimHistory: the bound, in message units
     save_as: str | None = None  # keep the result under this name for a later {$saved: name}
+    session: SessionName | None = None  # another session of the case (created at its first step); none:
+    # the case's first session
     expect: dict[str, Any] | None = None
     expect_error: dict[str, Any] | None = None
     kit_defined: tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...] = ()  # what this step's
@@ -345,6 +357,7 @@ class CaseExpect(KitStrict):
     exports: tuple[dict[str, Any], ...] | None = None
     admissions: tuple[dict[str, Any], ...] | None = None
     usage: tuple[dict[str, Any], ...] | None = None
+    sessions: dict[SessionName, CaseExpect] | None = None  # per other session: its own expectations
     kit_defined: dict[str, tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...]] = Field(
         default_factory=dict
     )
@@ -353,7 +366,7 @@ class CaseExpect(KitStrict):
 
     @model_validator(mode="after")
     def _marks_name_expectations(self) -> CaseExpect:
-        unknown = sorted(set(self.kit_defined) - (set(type(self).model_fields) - {"kit_defined"}))
+        unknown = sorted(set(self.kit_defined) - (set(type(self).model_fields) - {"kit_defined", "sessions"}))
         if unknown:
             raise ValueError(f"kit_defined names no expectation: {', '.join(unknown)}")
         unset = sorted(name for name in self.kit_defined if getattr(self, name) is None)
@@ -405,9 +418,25 @@ class Case(KitStrict):
             raise ValueError("a wire case plays its streams without do or hold steps (no timing)")
         return self
 
+    @model_validator(mode="after")
+    def _sessions_are_named_by_steps(self) -> Case:
+        named = {op.session for op in _all_ops(self) if op.session}
+        unknown = sorted(set(self.expect.sessions or {}) - named)
+        if unknown:
+            raise ValueError(f"expect.sessions names a session no step acts on: {', '.join(unknown)}")
+        return self
+
     @property
     def area(self) -> str:
         return self.id.split("/", 1)[0]
+
+
+def _all_ops(case: Case) -> list[OpStep]:
+    """Every operation of the case: its steps and the ``do`` of its scripts (one level deep)."""
+    dos: list[Any] = [step.do for call in case.provider for step in call if isinstance(step, DoStep)]
+    for answers in (case.tools, case.approvals, case.on_event, case.persist, case.acknowledgements):
+        dos += [getattr(answer, "do", None) for answer in answers]
+    return [*case.steps, *(op for do in dos if do is not None for op in as_ops(do))]
 
 
 def transcripts_dir() -> Path:

@@ -2,8 +2,11 @@
 
 The hand-written corpus pins each rule in one scenario; generated cases mix the rules in sequences no
 one wrote down: starts, sends of every kind (text, empty final, provider error, a tool round), aborts
-and cancels in the middle of a stream, idle aborts, a hard cap of 1 to 4 turns.  A small model of the
-specification predicts every result and refusal and the exact ``session:*`` event sequence, so each
+and cancels in the middle of a stream, idle aborts, a hard cap of 1 to 4 turns, and manual compactions
+(refused before start, after a cancel and while a turn streams; ``nothing_to_compact`` with at most one
+exchange; otherwise one summary pass that keeps the latest exchange, or a cancel during that pass).  A
+small model of the specification predicts every result and refusal and the exact ``session:*`` event
+sequence, so each
 generated case carries its own normative assertions and runs through the ordinary case executor
 against any adapter.  A shrunk counterexample is an ordinary case: :func:`case_to_yaml` writes it as a
 golden transcript.
@@ -22,7 +25,14 @@ from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.cases import Case
 
-__all__ = ["GENERATED_CLAUSES", "build_case", "case_to_yaml", "generated_cases", "scenario_actions"]
+__all__ = [
+    "COMPACTION_CLAUSES",
+    "GENERATED_CLAUSES",
+    "build_case",
+    "case_to_yaml",
+    "generated_cases",
+    "scenario_actions",
+]
 
 GENERATED_CLAUSES = (
     "AS-LIFE-016",  # abort ends the turn, session lives
@@ -43,10 +53,16 @@ GENERATED_CLAUSES = (
     "AS-LIFE-032",  # commands only when started and idle
     "AS-LIFE-033",  # the session is idle after a command
 )
+COMPACTION_CLAUSES = (  # cited only by a sequence that compacts (it then needs capability compaction)
+    "AS-LIFE-036",  # compact only when started and idle
+    "AS-LIFE-037",  # one compaction moment: compacted, or cancelled with nothing installed
+    "AS-COMP-022",  # the latest completed exchange stays verbatim: keptTurnCount
+)
 
 USAGE = {"inputTokens": 2, "outputTokens": 1}
 SEND_KINDS = ("text", "empty", "error", "tool")
-INTERRUPTS = (None, None, "abort", "cancel")
+INTERRUPTS = (None, None, "abort", "cancel", "compact")
+COMPACT_OUTCOMES = ("summarised", "cancelled")  # what the summary pass does, when there is one
 
 
 @dataclass
@@ -62,6 +78,9 @@ class _Model:
     commits: int = 0
     approvals: int = 0
     confirm: bool = True  # the setup's policy installs a confirm hook; a resumed instance starts without one
+    exchanges: int = 0  # completed exchanges in the working transcript (what a compaction may fold)
+    summaries: list[list[dict[str, Any]]] = field(default_factory=list)
+    compacted: int = 0  # session:compacted events, each keeping the latest exchange
 
     def refusal(self, *, before_start: str = "not_started") -> dict[str, Any] | None:
         if self.cancelled:
@@ -93,6 +112,15 @@ class _Model:
             self.session_events.append("session:turn_completed")
             return
         self.used += 1  # the provider is invoked: the turn uses a slot however it ends
+        if interrupt == "compact":  # a compact while the turn streams: refused busy, the turn goes on
+            busy = {"op": "compact", "expect_error": {"kind": "session_state", "code": "busy"}}
+            self.provider.append([{"type": "text_delta", "text": "hi"}, {"do": busy}, _stop("stop")])
+            self.steps.append({"op": "send", "text": "q", "expect": {"status": "completed", "text": "hi"}})
+            self.session_events.append("session:turn_completed")
+            self.commits += 1
+            self.exchanges += 1
+            self.rows += ["user", "assistant"]
+            return
         if interrupt is not None:
             partial = {"type": "text_delta", "text": "partial"}
             self.provider.append([partial, {"do": interrupt}, {"hold": True}])
@@ -128,6 +156,7 @@ class _Model:
         self.session_events.append("session:turn_completed")
         if kind != "error":  # a completed turn is one commit: user, its tool structure, the terminal
             self.commits += 1
+            self.exchanges += 1
             self.rows += (
                 ["user", "assistant", "tool", "assistant"] if kind == "tool" else ["user", "assistant"]
             )
@@ -156,6 +185,30 @@ class _Model:
         self.used = self.commits  # the reconstructed counter: completed turns only
         self.confirm = False  # the turn policy belongs to the instance: a resumed one has none
 
+    def compact(self, outcome: str) -> None:
+        """A manual compaction: refused unless started and idle; nothing to fold with at most one exchange;
+        else one summary pass that keeps the latest exchange (a marker row), or a cancel during it."""
+        refused = self.refusal()
+        if refused is not None:
+            self.steps.append({"op": "compact", "expect_error": refused})
+            return
+        if self.exchanges <= 1:
+            self.steps.append({"op": "compact", "expect": {"kind": "nothing_to_compact"}})
+            return
+        self.session_events.append("session:compacting")
+        if outcome == "cancelled":
+            self.summaries.append([{"type": "text_delta", "text": "part"}, {"do": "cancel"}, {"hold": True}])
+            self.steps.append({"op": "compact", "expect": {"kind": "cancelled"}})
+            self.cancelled = True
+            self.session_events.append("session:cancelled")
+            return
+        self.summaries.append([{"type": "text_delta", "text": "S"}, _stop("stop")])
+        self.steps.append({"op": "compact", "expect": {"kind": "compacted", "keptTurnCount": 1}})
+        self.session_events.append("session:compacted")
+        self.compacted += 1
+        self.exchanges = 1
+        self.rows.append("system")  # the boundary marker
+
     def abort(self) -> None:
         self.steps.append({"op": "abort", "expect": {}})  # nothing is in flight: a no-op, never refused
 
@@ -166,6 +219,10 @@ class _Model:
             self.session_events.append("session:cancelled")
 
 
+_WINDOWS = {"model-a": {"contextWindow": 100000}}
+_COMPACTED = {"reason": "manual", "keptTurnCount": 1}
+
+
 def _stop(reason: str) -> dict[str, Any]:
     return {"type": "stop", "stopReason": reason, "usage": dict(USAGE)}
 
@@ -174,7 +231,8 @@ Action = tuple[str, ...]
 
 
 def scenario_actions() -> st.SearchStrategy[list[Action]]:
-    """Lists of actions: start, send (kind, interrupt), abort, cancel, resume, command (allowed/denied)."""
+    """Lists of actions: start, send (kind, interrupt), abort, cancel, resume, command (allowed/denied),
+    compact (what its summary pass does)."""
     send = st.tuples(st.just("send"), st.sampled_from(SEND_KINDS), st.sampled_from(INTERRUPTS))
     action = st.one_of(
         st.just(("start",)),
@@ -185,6 +243,7 @@ def scenario_actions() -> st.SearchStrategy[list[Action]]:
         st.just(("cancel",)),
         st.just(("resume",)),
         st.tuples(st.just("command"), st.sampled_from(("allowed", "denied"))),
+        st.tuples(st.just("compact"), st.sampled_from(COMPACT_OUTCOMES)),
     )
     return st.lists(action, min_size=1, max_size=12)
 
@@ -204,27 +263,43 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
             model.resume()
         elif action[0] == "command":
             model.command(action[1] == "allowed")
+        elif action[0] == "compact":
+            model.compact(action[1] if len(action) > 1 else "summarised")
         elif action[0] == "cancel" and model.started:  # a cancel before start: not settled by the spec
             model.cancel()
     steps = model.steps or [{"op": "abort", "expect": {}}]
+    compacts = any(action[0] == "compact" or "compact" in action[2:] for action in actions)
+    deps: dict[str, Any] = {"maxTurns": max_turns, "allowedCommands": ["echo"]}
+    if compacts:  # a known window far above these requests: no soft bound, no acknowledgement, one pass
+        deps["models"] = _WINDOWS
     return Case.model_validate(
         {
             "id": f"generated/{name}",
             "title": "a generated sequence of operations checked against the kit's model of the rules",
-            "clauses": list(GENERATED_CLAUSES),
-            "capabilities": ["core", "persistence", "resume", "user-commands"],
+            "clauses": [*GENERATED_CLAUSES, *(COMPACTION_CLAUSES if compacts else ())],
+            # compaction only when a compact is in the sequence: a port without it still runs the others
+            "capabilities": [
+                "core",
+                "persistence",
+                "resume",
+                "user-commands",
+                *(["compaction"] if compacts else []),
+            ],
             "setup": {
-                "deps": {"maxTurns": max_turns, "allowedCommands": ["echo"]},
+                "deps": deps,
                 "policy": {"confirm": True},
             },
             "approvals": [True] * model.approvals,
             "provider": model.provider,
+            "summaries": model.summaries,
             "steps": steps,
             "expect": {
                 "session_events": model.session_events,
                 "provider_request_count": len(model.provider),  # scripted only for engaged sends
                 "rows": [{"role": role, "sequenceNumber": index} for index, role in enumerate(model.rows)],
                 "commits": [{"$any": True}] * model.commits,
+                **({"summary_request_count": len(model.summaries)} if compacts else {}),
+                **({"events": {"session:compacted": [_COMPACTED] * model.compacted}} if compacts else {}),
             },
         }
     )

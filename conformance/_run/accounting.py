@@ -40,8 +40,12 @@ class AccountingWorld:
 
     if TYPE_CHECKING:
         case: Case
-        observed: Observation
-        create_params: dict[str, Any]
+
+        @property
+        def observed(self) -> Observation: ...
+
+        @property
+        def create_params(self) -> dict[str, Any]: ...
 
         async def _hold(self) -> None: ...
 

@@ -69,9 +69,12 @@ class CompactionWorld:
     """Summary passes and acknowledgements of one case (a mixin: the case world holds the state)."""
 
     case: Case
-    observed: Any
     _streams: dict[str, Iterator[Any]]
     _opened: int
+
+    @property
+    def observed(self) -> Any:  # the case world's: what was observed of the current session
+        raise NotImplementedError
 
     def init_compaction(self) -> None:
         self._summary_calls: Iterator[Any] = iter(self.case.summaries)

@@ -16,12 +16,10 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from jsonschema.exceptions import best_match
 
 from relavium_conformance._corpus.cases import (
     ApprovalStep,
@@ -36,11 +34,12 @@ from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.accounting import AccountingWorld
+from relavium_conformance._run.case_setup import DEFAULT_AGENT, create_params, resolve_saved, substitute
 from relavium_conformance._run.compaction_world import CompactionWorld, compaction_snapshot, marker_problem
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
-from relavium_conformance._run.turns import failed_commit, failed_sink, turn_problem, turn_rows
+from relavium_conformance._run.turns import failed_commit, failed_sink, refused_turn, turn_problem, turn_rows
 from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
@@ -58,22 +57,15 @@ from relavium_conformance._wire.messages import (
     ProviderOpenParams,
     ToolCallParams,
 )
-from relavium_conformance._wire.model import kit_parse, shape_validator
+from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
 __all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
+MAIN_SESSION = "main"
+_SESSION: contextvars.ContextVar[str] = contextvars.ContextVar("relavium_case_session", default=MAIN_SESSION)
 _KEYS = itertools.count()
-
-DEFAULT_AGENT: dict[str, Any] = {
-    "id": "helper",
-    "model": "model-a",
-    "provider": "openai",
-    "system_prompt": "You help.",
-    "tools": ["echo"],
-}
-DEFAULT_TOOLS: tuple[dict[str, Any], ...] = ({"name": "echo", "description": "Echo the input."},)
 
 HISTORY_SESSION_ID = "session-from-history"
 
@@ -105,8 +97,18 @@ class Observation:
     differences: list[Difference] = field(default_factory=list)
     #: Where the implementation broke, when the wire ties it to a request (see ``Adapter.breakage``).
     broken_at: WirePoint | None = None
+    #: The case's other sessions (steps naming ``session``), each observed on its own, by name.
+    others: dict[str, Observation] = field(default_factory=dict)
 
     def snapshot(self, workdir: str | None) -> dict[str, Any]:
+        raw = self._raw()
+        ids = [self.session_id or "", *(other.session_id or "" for other in self.others.values())]
+        if self.others:  # older snapshots stay as they were
+            raw["sessions"] = {name: other._raw() for name, other in self.others.items()}
+        value: dict[str, Any] = normalise(raw, session_ids=ids, workdir=workdir)
+        return value
+
+    def _raw(self) -> dict[str, Any]:
         raw = {
             "results": self.results,
             "events": self.events,
@@ -121,18 +123,17 @@ class Observation:
             **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
         }
         raw.update(compaction_snapshot(self))  # only what a compaction case observed: older ones stay
-        value: dict[str, Any] = normalise(raw, session_ids=[self.session_id or ""], workdir=workdir)
-        return value
+        return raw
 
 
-def _substitute(value: Any, workdir: str) -> Any:
-    if isinstance(value, str):
-        return value.replace("{{workdir}}", workdir)
-    if isinstance(value, dict):
-        return {k: _substitute(v, workdir) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_substitute(v, workdir) for v in value]
-    return value
+@dataclass
+class _Book:
+    """One session of the case: the handle the kit names it by, what was observed of it, its create
+    params."""
+
+    handle: str
+    observed: Observation
+    create_params: dict[str, Any] = field(default_factory=dict)
 
 
 class CaseWorld(CompactionWorld, AccountingWorld):
@@ -150,16 +151,16 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         self.case = case
         self.meter = CaseMeter(limits)
         self.adapter = adapter
-        self.handle = handle
         self.workdir = workdir
         self.timeout = timeout
-        self.observed = Observation()
+        self.main = _Book(handle, Observation())
+        self._books: dict[str, _Book] = {MAIN_SESSION: self.main}
+        self.register: Callable[[str, Any], None] = lambda _handle, _world: None
         self._provider_calls = iter(case.provider)
         self._streams: dict[str, Iterator[Any]] = {}
         self._tools = iter(case.tools)
         self._approvals = iter(case.approvals)
         self._persist = iter(case.persist)
-        self.create_params: dict[str, Any] = {}
         self._event_counts: dict[str, int] = {}
         self._holds: list[asyncio.Future[None]] = []
         self._inflight: set[asyncio.Future[None]] = set()
@@ -168,6 +169,45 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
         self.init_compaction()
         self._init_accounting()
+
+    # -- the case's sessions: each callback and each step acts on one -----------------------------
+
+    @property
+    def _book(self) -> _Book:
+        return self._books.get(_SESSION.get(), self.main)
+
+    @property
+    def observed(self) -> Observation:
+        """What was observed of the session the current callback or step belongs to."""
+        return self._book.observed
+
+    @property
+    def handle(self) -> str:
+        return self._book.handle
+
+    @property
+    def create_params(self) -> dict[str, Any]:
+        return self._book.create_params
+
+    @create_params.setter
+    def create_params(self, value: dict[str, Any]) -> None:
+        self._book.create_params = value
+
+    def handles(self) -> list[str]:
+        return [book.handle for book in self._books.values()]
+
+    def others(self) -> dict[str, Observation]:
+        return {name: book.observed for name, book in self._books.items() if book is not self.main}
+
+    async def _open_session(self, name: str) -> None:
+        """A step names a session the case has not opened yet: create it, beside the first one."""
+        book = _Book(f"{self.main.handle}.{name}", Observation())
+        book.create_params = {**self.main.create_params, "handle": book.handle}
+        book.create_params.pop("sessionId", None)
+        self._books[name] = book
+        self.register(book.handle, self)
+        created = await self.adapter.call("session.create", book.create_params, timeout=self.timeout)
+        book.observed.session_id = str(created.get("sessionId")) if isinstance(created, dict) else None
 
     # -- the implementation calls the kit -------------------------------------------------------
 
@@ -179,9 +219,12 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         key = next(_KEYS)
         self._active[key] = False
         reset = _CALLBACK_KEY.set(key)
+        owner = next((n for n, b in self._books.items() if b.handle == params.get("handle")), MAIN_SESSION)
+        session = _SESSION.set(owner)
         try:
             return await self._answer(method, params)
         finally:
+            _SESSION.reset(session)
             _CALLBACK_KEY.reset(reset)
             del self._active[key]
 
@@ -224,7 +267,7 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         turn = params.turn
         problem = turn_problem(turn)
         if problem is not None:
-            self.observed.violations.append(_refused_turn(len(self.observed.commits), turn, problem))
+            self.observed.violations.append(refused_turn(len(self.observed.commits), turn, problem))
             raise RpcError(-32602, "the turn is not one whole exchange")
         answer = next(self._persist, None)
         self.observed.commits.append(turn)
@@ -414,9 +457,14 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         """Run one operation and check its result or refusal against the step's expectation."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._inflight.add(done)
+        name = op.session or MAIN_SESSION
+        session = _SESSION.set(name)
         try:
+            if name not in self._books:
+                await self._open_session(name)
             await self._perform(op)
         finally:
+            _SESSION.reset(session)
             done.set_result(None)
             self._inflight.discard(done)
 
@@ -431,15 +479,16 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         await asyncio.sleep(0)
 
     async def _perform(self, op: OpStep) -> None:
-        index = len(self.observed.results)
+        steps = self.main.observed  # every step's result is listed in the case's order, by the first session
+        index = len(steps.results)
         params: dict[str, Any] = {"handle": self.handle}
         if op.op == "send":
             params["text"] = op.text
         elif op.op == "setTurnPolicy":
             params["policy"] = op.policy
         elif op.op == "runUserCommand":
-            params["command"] = _substitute(op.command, self.workdir)
-            params["args"] = _substitute(list(op.args), self.workdir)
+            params["command"] = substitute(op.command, self.workdir)
+            params["args"] = substitute(list(op.args), self.workdir)
         elif op.op == "resume":
             params = {**self.create_params, "record": self.record_for_resume(self.create_params)}
             if op.agent is not None:  # a reseat: the same session on another model and its chain
@@ -454,11 +503,11 @@ class CaseWorld(CompactionWorld, AccountingWorld):
             params["maxMessages"] = op.max_messages
         elif op.op == "contextEstimate":
             params["text"] = op.text
-        record: dict[str, Any] = {"op": op.op}
-        self.observed.results.append(record)
+        record: dict[str, Any] = {"op": op.op, **({"session": op.session} if op.session else {})}
+        steps.results.append(record)
         where = f"steps[{index}]({op.op})"
         found = await self._call(op, params, record, where)
-        self.observed.differences += resting_on(found, op.kit_defined) if op.kit_defined else found
+        steps.differences += resting_on(found, op.kit_defined) if op.kit_defined else found
 
     async def _call(
         self, op: OpStep, params: dict[str, Any], record: dict[str, Any], where: str
@@ -497,83 +546,6 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         return found
 
 
-def resolve_saved(expected: Any, saved: dict[str, Any]) -> Any:
-    """Replace each ``{$saved: name}`` in an expectation by the result kept under ``name``."""
-    if isinstance(expected, dict):
-        if len(expected) == 1 and "$saved" in expected:
-            name = str(expected["$saved"])
-            head, _, rest = name.partition(".")
-            missing = f"<nothing saved as {name}>"  # matches no result: the case fails visibly
-            value = saved.get(head, missing)
-            for key in rest.split(".") if rest else ():
-                value = value.get(key, missing) if isinstance(value, dict) else missing
-            return value
-        return {key: resolve_saved(value, saved) for key, value in expected.items()}
-    if isinstance(expected, list | tuple):
-        return [resolve_saved(value, saved) for value in expected]
-    return expected
-
-
-_FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
-
-
-def _dotted(parts: Iterable[Any]) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
-
-
-def _turn_fields(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
-    """Each field of ``turn`` the ``completed-turn`` schema refuses, as (path, words); unknown ones first."""
-    found: list[tuple[bool, str, str]] = []
-    for error in shape_validator("completed-turn").iter_errors(turn):
-        deepest = best_match([error]) or error
-        where = list(deepest.absolute_path)
-        instance, words = deepest.instance, _FIELD_WORDS.get(str(deepest.validator))
-        if deepest.validator == "additionalProperties" and isinstance(instance, dict):
-            known = set(deepest.schema.get("properties", {}))
-            found += [
-                (False, _dotted([*where, key]), "unknown field") for key in instance if key not in known
-            ]
-        elif deepest.validator == "required" and isinstance(instance, dict):
-            found += [
-                (True, _dotted([*where, key]), "required field missing")
-                for key in deepest.validator_value
-                if key not in instance
-            ]
-        else:
-            found.append((True, _dotted(where), words or f"breaks the schema ({deepest.validator})"))
-    return [(path, words) for _rank, path, words in sorted(found)[:limit]]
-
-
-def _refused_turn(index: int, turn: Any, problem: str) -> Difference:
-    """The kit refused the turn of a ``host.commitTurn``: name the offending fields, first of all."""
-    fields = _turn_fields(turn)
-    where = f"commits[{index}]"
-    if fields:
-        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in fields)
-        where += fields[0][0]
-    else:
-        details = problem  # a whole-exchange rule, not a field: the rule's own words
-    return Difference(
-        path=where,
-        message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
-        actual=jsonable(turn),
-    )
-
-
-def _create_params(case: Case, handle: str, workdir: str) -> dict[str, Any]:
-    setup = case.setup
-    agent = {**DEFAULT_AGENT, **(setup.agent or {})}
-    context = {"workingDir": workdir, **_substitute(setup.context or {}, workdir)}
-    return {
-        "handle": handle,
-        "agent": agent,
-        "context": context,
-        "deps": dict(setup.deps or {}),
-        "tools": list(setup.tools if setup.tools is not None else DEFAULT_TOOLS),
-        "case": {"id": case.id, "title": case.title},  # informative: for the implementation's logs
-    }
-
-
 async def execute_case(
     case: Case,
     adapter: Adapter,
@@ -594,6 +566,7 @@ async def execute_case(
         return result, Observation(), ""
     workdir = tempfile.mkdtemp(prefix="relavium-case-")
     world = CaseWorld(case, adapter, handle, workdir, timeout)
+    world.register = register
     register(handle, world)
     status = CaseStatus.PASSED
     reason: str | None = None
@@ -601,7 +574,7 @@ async def execute_case(
     warnings: list[str] = []
     wire: WireServer | None = None
     try:
-        world.create_params = _create_params(case, handle, workdir)
+        world.create_params = create_params(case, handle, workdir)
         wire = await start_wire(case, world)  # capability wire: the scripts over loopback HTTP
         if case.setup.history is not None:
             world.create_params["sessionId"] = str(
@@ -611,7 +584,7 @@ async def execute_case(
     except AdapterError as exc:
         status, reason = CaseStatus.ERRORED, exc.reason
         breakage = adapter.breakage()
-        world.observed.broken_at = breakage.at if breakage is not None else None
+        world.main.observed.broken_at = breakage.at if breakage is not None else None
         tail = adapter.stderr_tail()
         stderr_tail = "\n".join(tail[-20:]) if tail else None
         with contextlib.suppress(Exception):
@@ -624,11 +597,13 @@ async def execute_case(
         try:
             await world.settle()
             await stop_wire(wire)
-            register(handle, None)
-            observed_snapshot, unjudgeable = _snapshot(world.observed, workdir)
+            for each in world.handles():
+                register(each, None)
+            world.main.observed.others = world.others()
+            observed_snapshot, unjudgeable = _snapshot(world.main.observed, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-    observed = world.observed
+    observed = world.main.observed
     differences: list[Difference] = []
     if status is CaseStatus.PASSED and unjudgeable is not None:
         status, reason = CaseStatus.ERRORED, unjudgeable

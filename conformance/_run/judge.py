@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from relavium_conformance._corpus.cases import Case, snapshot_path
+from relavium_conformance._corpus.cases import Case, CaseExpect, snapshot_path
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._report.results import Difference
 from relavium_conformance._run.events import check_event_shapes
@@ -45,19 +45,17 @@ def case_kit_choices(case: Case) -> tuple[str, ...]:
     return tuple(dict.fromkeys(named))
 
 
-def _expectations(case: Case, observed: Observation) -> list[Difference]:
+def _expectations(expect: CaseExpect, observed: Observation) -> list[Difference]:
     """Each stated expectation's differences, marked with the choices that expectation rests on."""
-    expect = case.expect
     out: list[Difference] = []
-    for name, found in _unmet(case, observed):
+    for name, found in _unmet(expect, observed):
         marks = expect.kit_defined.get(name, ())
         out += resting_on(found, marks) if marks else found
     return out
 
 
-def _unmet(case: Case, observed: Observation) -> Iterator[tuple[str, list[Difference]]]:
+def _unmet(expect: CaseExpect, observed: Observation) -> Iterator[tuple[str, list[Difference]]]:
     """(expectation name, its differences) for every expectation the case states, in a fixed order."""
-    expect = case.expect
     events = observed.events
     for name in _ORDER:
         wanted = getattr(expect, name)
@@ -143,20 +141,57 @@ def judge(
     # root causes first: what the kit refused explains the step results and observations after it
     differences = list(observed.violations)
     differences += observed.differences
-    differences += _expectations(case, observed)
+    differences += _expectations(case.expect, observed)
+    for name, other in observed.others.items():
+        found = [*other.violations, *other.differences]
+        found += _expectations((case.expect.sessions or {}).get(name) or CaseExpect(), other)
+        differences += _in_session(name, found)
     differences = resting_on(differences, case_kit_choices(case))
-    shapes, warnings = check_event_shapes(observed.events)
-    differences += shapes
+    warnings: list[str] = []
+    for name, each in [("", observed), *observed.others.items()]:
+        shapes, said = check_event_shapes(each.events)
+        differences += _in_session(name, [*shapes, *_envelopes(each)])
+        warnings += [f"session {name}: {w}" if name else w for w in said]
+    differences += _distinct_ids(observed)
+    if compare:
+        differences += _snapshot_differences(case, snapshot)
+    return differences, warnings
+
+
+def _envelopes(observed: Observation) -> list[Difference]:
+    out: list[Difference] = []
     starts = [*observed.instance_starts, len(observed.events)]
     for number, (begin, end) in enumerate(itertools.pairwise(starts)):
         # the first instance numbers from 0 (KD-EVT-2); a resumed one may restart or continue
         # the session's numbering, gap-free from its own first event (KD-EVT-4)
-        differences += check_envelope(
+        out += check_envelope(
             observed.events[begin:end], observed.session_id, first=0 if number == 0 else None
         )
-    if compare:
-        differences += _snapshot_differences(case, snapshot)
-    return differences, list(warnings)
+    return out
+
+
+def _in_session(name: str, differences: list[Difference]) -> list[Difference]:
+    """``differences`` of the case's session ``name`` (none: its first), located under ``sessions.name``."""
+    if not name:
+        return differences
+    return [d.model_copy(update={"path": f"sessions.{name}.{d.path}"}) for d in differences]
+
+
+def _distinct_ids(observed: Observation) -> list[Difference]:
+    """Two sessions of one case never share a session id (each start allocates its own, AS-LIFE-005)."""
+    seen: dict[str, str] = {}
+    out: list[Difference] = []
+    for name, each in [("main", observed), *observed.others.items()]:
+        sid = each.session_id
+        if sid is None:
+            continue
+        if sid in seen:
+            message = f"sessions {seen[sid]} and {name} were given the same session id"
+            out.append(
+                Difference(path=f"sessions.{name}.session_id", message=message, clauses=("AS-LIFE-005",))
+            )
+        seen.setdefault(sid, name)
+    return out
 
 
 def _snapshot_differences(case: Case, snapshot: dict[str, Any]) -> list[Difference]:

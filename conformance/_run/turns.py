@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from jsonschema.exceptions import best_match
+
+from relavium_conformance._report.results import Difference
+from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.model import shape_problem
+from relavium_conformance._wire.model import shape_problem, shape_validator
 from relavium_conformance._wire.protocol import CLASSIFIED_HOST_FAILURE
 
-__all__ = ["failed_commit", "failed_sink", "turn_problem", "turn_rows"]
+__all__ = ["failed_commit", "failed_sink", "refused_turn", "turn_problem", "turn_rows"]
 
 
 def _types(row: dict[str, Any]) -> list[str]:
@@ -81,3 +85,49 @@ def failed_commit(fail: bool | str) -> RpcError:
     if fail == "raw":
         return RpcError(-32000, "kit: an opaque host failure (scripted)")
     return RpcError(-32000, "kit: the commit failed (scripted)", dict(CLASSIFIED_HOST_FAILURE))
+
+
+_FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
+
+
+def _dotted(parts: Iterable[Any]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+
+
+def _turn_fields(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
+    """Each field of ``turn`` the ``completed-turn`` schema refuses, as (path, words); unknown ones first."""
+    found: list[tuple[bool, str, str]] = []
+    for error in shape_validator("completed-turn").iter_errors(turn):
+        deepest = best_match([error]) or error
+        where = list(deepest.absolute_path)
+        instance, words = deepest.instance, _FIELD_WORDS.get(str(deepest.validator))
+        if deepest.validator == "additionalProperties" and isinstance(instance, dict):
+            known = set(deepest.schema.get("properties", {}))
+            found += [
+                (False, _dotted([*where, key]), "unknown field") for key in instance if key not in known
+            ]
+        elif deepest.validator == "required" and isinstance(instance, dict):
+            found += [
+                (True, _dotted([*where, key]), "required field missing")
+                for key in deepest.validator_value
+                if key not in instance
+            ]
+        else:
+            found.append((True, _dotted(where), words or f"breaks the schema ({deepest.validator})"))
+    return [(path, words) for _rank, path, words in sorted(found)[:limit]]
+
+
+def refused_turn(index: int, turn: Any, problem: str) -> Difference:
+    """The kit refused the turn of a ``host.commitTurn``: name the offending fields, first of all."""
+    fields = _turn_fields(turn)
+    where = f"commits[{index}]"
+    if fields:
+        details = "; ".join(f"{words}: {path.removeprefix('.')}" for path, words in fields)
+        where += fields[0][0]
+    else:
+        details = problem  # a whole-exchange rule, not a field: the rule's own words
+    return Difference(
+        path=where,
+        message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
+        actual=jsonable(turn),
+    )

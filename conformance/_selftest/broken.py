@@ -35,6 +35,7 @@ from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, PRES
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
+from relavium_conformance._selftest.broken_sessions import SIDE_BY_SIDE_BREAKS
 from relavium_conformance._selftest.broken_store import STORE_BREAKS
 from relavium_conformance._selftest.broken_wire import WIRE_BREAKS
 from relavium_conformance._selftest.broken_wire2 import WIRE_BREAKS_2
@@ -476,6 +477,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *RECOVERY_BREAKS,
     *PRESEND_BREAKS,
     *SESSION_BREAKS,
+    *SIDE_BY_SIDE_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,
     *CASE_BREAKS,

@@ -63,7 +63,7 @@ def _run(adapter: InProcessAdapter, ids: tuple[str, ...]) -> RunResult:
 
 
 def test_every_expectation_has_a_place_in_the_judging_order() -> None:
-    assert set(_ORDER) == set(CaseExpect.model_fields) - {"kit_defined"}
+    assert set(_ORDER) == set(CaseExpect.model_fields) - {"kit_defined", "sessions"}
 
 
 def test_a_mark_must_name_a_stated_expectation() -> None:
@@ -109,3 +109,15 @@ def test_a_broken_order_is_still_a_spec_failure(name: str, case_id: str) -> None
     assert case.failure_kind is FailureKind.SPEC
     spec = [d for d in case.differences if not d.kit_defined]
     assert {d.path.split("[")[0] for d in spec} & {"event_runs", "session_events"}, case.differences
+
+
+def test_expectations_of_a_session_no_step_names_are_refused() -> None:
+    from relavium_conformance._corpus.cases import Case
+
+    base = {"id": "a/b", "title": "t", "clauses": ["AS-EVT-002"], "steps": [{"op": "start"}]}
+    with pytest.raises(ValueError, match="no step acts on"):
+        Case.model_validate({**base, "expect": {"sessions": {"second": {"session_events": []}}}})
+    with pytest.raises(ValueError, match="first session"):
+        Case.model_validate({**base, "steps": [{"op": "start", "session": "main"}]})
+    named = {**base, "steps": [{"op": "start", "session": "second"}]}
+    Case.model_validate({**named, "expect": {"sessions": {"second": {"session_events": []}}}})

@@ -22,7 +22,7 @@ def test_fuzz_finds_shrinks_and_writes_a_case_that_fails_the_broken_engine(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cases, report = tmp_path / "cases", tmp_path / "fuzz.json"
-    options = ["--seed", "1", "--examples", "60", "--write", str(cases), "--json", str(report)]
+    options = ["--seed", "1", "--examples", "100", "--write", str(cases), "--json", str(report)]
     code = main(["fuzz", "--adapter", "broken:no-hard-cap", *options])
     out = capsys.readouterr().out
     assert code == 1, out

@@ -38,6 +38,29 @@ def test_reference_meets_the_model_over_stdio(case: Case) -> None:
     assert status is CaseStatus.PASSED, why
 
 
+_TWO_SENDS = [("send", "text", "None"), ("send", "tool", "None")]
+
+
+def test_generated_sequences_mix_compaction_with_sends_aborts_and_cancels() -> None:
+    actions = [("start",), ("compact", "summarised"), *_TWO_SENDS, ("send", "text", "abort")]
+    actions += [("compact", "summarised"), ("send", "text", "compact"), ("compact", "summarised")]
+    actions += [("resume",), ("send", "empty", "None"), ("compact", "cancelled"), ("compact", "summarised")]
+    case = build_case(actions, 4)
+    kinds = [
+        (s.expect or {}).get("kind") or (s.expect_error or {}).get("code")
+        for s in case.steps
+        if s.op == "compact"
+    ]
+    assert kinds == ["nothing_to_compact", "compacted", "compacted", "cancelled", "not_active"]
+    dos = [getattr(step, "do", None) for call in case.provider for step in call]
+    busy = [do for do in dos if getattr(do, "op", None) == "compact"]
+    assert len(busy) == 1  # the compact issued while a turn streams, refused busy
+    assert busy[0].expect_error == {"kind": "session_state", "code": "busy"}
+    assert case.expect.summary_request_count == 3
+    status, why = _verdict("reference", case)
+    assert status is CaseStatus.PASSED, why
+
+
 @pytest.mark.parametrize(
     ("broken", "actions", "max_turns"),
     [
@@ -46,6 +69,10 @@ def test_reference_meets_the_model_over_stdio(case: Case) -> None:
         ("idle-abort-emits", [("start",), ("abort",), ("send", "text", "None")], 2),
         ("persists-aborted-turn", [("start",), ("send", "text", "abort"), ("send", "empty", "None")], 3),
         ("drops-empty-terminal", [("start",), ("send", "empty", "None")], 1),
+        # manual compaction mixed into the sequences (issue 13, point 9)
+        ("compacted-without-kept-turn-count", [("start",), *_TWO_SENDS, ("compact", "summarised")], 3),
+        ("compaction-without-marker", [("start",), *_TWO_SENDS, ("compact", "summarised")], 3),
+        ("compaction-while-busy", [("start",), ("send", "text", "compact")], 2),
     ],
 )
 def test_a_generated_case_catches_a_broken_implementation(
