@@ -23,7 +23,15 @@ from relavium_reference._model.history_results import (
     CompactionStart,
     NothingToCompact,
 )
-from relavium_reference._model.invocation import UNKNOWN_MODEL, Invocation, ModelInfo, open_stream
+from relavium_reference._model.invocation import (
+    UNKNOWN_MODEL,
+    AdmissionRefused,
+    AdmissionRequest,
+    Admitted,
+    Invocation,
+    ModelInfo,
+    open_stream,
+)
 from relavium_reference._model.llm import LlmProvider, LlmRequest, LlmTextPart, StreamChunk, TextDelta
 from relavium_reference._model.vocabulary import ProviderId
 from relavium_reference._rules.compaction_plan import KEPT_HEADER, kept_slot_count
@@ -314,6 +322,22 @@ class _MomentClosedTwice(JobBreak):
         job.stamper = _Twice()  # type: ignore[assignment]
 
 
+class _KeepsUnusedAdmission(JobBreak):
+    """A pass admitted but never sent (the compaction was cancelled first) keeps its admission."""
+
+    def _bend(self, job: CompactionJob) -> None:
+        inner = job.admission
+
+        class _NoRelease:
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                return await inner.admit(request)
+
+            async def release(self, request: AdmissionRequest) -> None:
+                return None
+
+        job.admission = _NoRelease()
+
+
 def _b(name: str, rule: str, clauses: tuple[str, ...], session: type[AgentSession]) -> BrokenImplementation:
     return BrokenImplementation(name, rule, clauses, session)
 
@@ -414,5 +438,11 @@ COMPACTION_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "a failed compaction closes its moment with two failed-moment events",
         ("AS-COMP-036", "AS-COMP-038"),
         _MomentClosedTwice,
+    ),
+    _b(
+        "compaction-keeps-unused-admission",
+        "a pass admitted but cancelled before it was sent keeps its admission",
+        ("AS-COMP-032",),
+        _KeepsUnusedAdmission,
     ),
 )

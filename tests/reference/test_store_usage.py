@@ -242,3 +242,30 @@ def test_usage_of_an_unknown_session_is_refused(store: SessionStore) -> None:
     writer = SqliteUsageWriter(store, "missing", PRICES)
     with pytest.raises(StoreError):
         run(writer.open("fresh"))
+
+
+def test_a_failed_compaction_keeps_its_pass_in_the_ledger_and_the_cost_rows(store: SessionStore) -> None:
+    from relavium_reference._model.invocation import ModelInfo
+
+    empty_pass = {
+        "chunks": [{"type": "stop", "stopReason": "stop", "usage": {"inputTokens": 20, "outputTokens": 2}}]
+    }
+    h = _session(
+        store,
+        [text_call("one"), text_call("two"), empty_pass],
+        models={"model-a": ModelInfo(context_window=100000)},
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        await h.session.send_message("first")
+        await h.session.send_message("second")
+        return await h.session.compact()
+
+    result = run(scenario())
+    assert result.kind == "failed"
+    # two turns (10 in / 5 out: 80 each), then the engaged pass (20 in / 2 out: 80)
+    assert _ledger(store) == [("turn", "resolved", 80), ("turn", "resolved", 80), ("summary", "resolved", 80)]
+    (row,) = store.load_costs("s-test")
+    assert (row.cost_microcents, row.call_count, row.unpriced_calls) == (240, 3, 0)
+    assert _totals(store).amount_microcents == store.load_session("s-test").total_cost_microcents == 240
