@@ -37,6 +37,7 @@ from relavium_conformance._corpus.provider_errors import ProviderErrorStep
 from relavium_conformance._corpus.vectors import VectorCase, load_vector_cases
 from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._wire.messages import RequestEdit
 from relavium_conformance._wire.model import (
     SCHEMA_DIALECT,
     SCHEMA_ID_BASE,
@@ -57,6 +58,7 @@ __all__ = [
     "Case",
     "CaseExpect",
     "DoStep",
+    "EditStep",
     "EventHook",
     "HoldStep",
     "OpStep",
@@ -185,11 +187,19 @@ class WireStep(KitStrict):
     wire: WireReply | Literal["disconnect"]
 
 
+class EditStep(KitStrict):
+    """Capability ``request-edits``, the first step of an invocation only: the provider edits the request
+    it was handed, in place, before the stream starts (KD-PROJ-3); a later request must not show it."""
+
+    edit: Annotated[tuple[RequestEdit, ...], Field(min_length=1)]
+
+
 StreamChunkJson = Annotated[dict[str, Any], checked("stream-chunk"), ref("stream-chunk")]
 """A scripted chunk: JSON the kit checks against the shipped ``stream-chunk`` schema."""
 
 ProviderStep = Annotated[
-    DoStep | HoldStep | WireStep | ProviderErrorStep | StreamChunkJson, Field(union_mode="left_to_right")
+    DoStep | HoldStep | WireStep | EditStep | ProviderErrorStep | StreamChunkJson,
+    Field(union_mode="left_to_right"),
 ]
 
 
@@ -412,6 +422,15 @@ class Case(KitStrict):
             raise ValueError("a wire step needs setup.wire")
         if (self.setup.wire is not None) != ("wire" in self.capabilities):
             raise ValueError("setup.wire and the capability wire go together")
+        edits = [
+            (n, step) for call in self.provider for n, step in enumerate(call) if isinstance(step, EditStep)
+        ]
+        if any(n != 0 for n, _step in edits):
+            raise ValueError(
+                "an edit step comes first in its invocation (the provider edits before streaming)"
+            )
+        if edits and "request-edits" not in self.capabilities:
+            raise ValueError("an edit step needs the capability request-edits")
         if self.setup.wire is not None and any(
             isinstance(step, DoStep | HoldStep) for call in self.provider for step in call
         ):

@@ -68,6 +68,7 @@ Capability = Literal[
     "usage",
     "session-store",
     "wire",
+    "request-edits",
 ]
 STATUSES: tuple[str, ...] = ("testable", "kit-defined", "host-specific", "informative")
 CAPABILITIES: tuple[str, ...] = get_args(Capability)

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitShapeError
 from relavium_conformance._reference.accounting import KitAdmission, KitUsageWriter, poke_estimate
+from relavium_conformance._reference.request_edits import apply_edits
 from relavium_conformance._version import kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
@@ -116,6 +117,7 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "usage",
     "compaction",
     "wire",
+    "request-edits",
 )
 
 _CHUNK = TypeAdapter(StreamChunk)
@@ -234,29 +236,40 @@ class _KitPersister:
 class _KitProvider:
     """A provider whose stream the kit feeds chunk by chunk (``provider.open``, then ``provider.next``)."""
 
-    def __init__(self, callback: Callback, handle: str, provider: str, model: str) -> None:
+    def __init__(
+        self,
+        callback: Callback,
+        handle: str,
+        provider: str,
+        model: str,
+        handed: Callable[[str, LlmRequest], LlmRequest] | None = None,
+    ) -> None:
         self._callback = callback
         self._handle = handle
         self._provider = provider
         self._model = model
+        self._handed = handed  # what the engine hands over (a broken one: a list it shares)
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        return self._pull(request.to_wire(), Invocation("turn", None))
+        return self._pull(request, Invocation("turn", None))
 
     def stream_invocation(self, request: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
-        return self._pull(request.to_wire(), invocation)
+        return self._pull(request, invocation)
 
-    async def _pull(self, request: dict[str, Any], invocation: Invocation) -> AsyncIterator[StreamChunk]:
+    async def _pull(self, owned: LlmRequest, invocation: Invocation) -> AsyncIterator[StreamChunk]:
+        if self._handed is not None:
+            owned = self._handed(self._handle, owned)
         params: dict[str, Any] = {
             "handle": self._handle,
             "provider": self._provider,
             "model": self._model,
-            "request": request,
+            "request": owned.to_wire(),
         }
         params["purpose"] = invocation.purpose
         if invocation.window is not None:
             params["window"] = invocation.window
         opened = await self._callback("provider.open", params)
+        apply_edits(owned, opened.get("edits") or ())  # capability request-edits (KD-PROJ-3)
         stream = opened["stream"]
         while True:
             answer = await self._callback("provider.next", {"handle": self._handle, "stream": stream})
@@ -421,6 +434,10 @@ class ReferenceImplementation:
         except StoreError as refusal:
             return {"error": refusal.code}
 
+    def handed(self, handle: str, request: LlmRequest) -> LlmRequest:
+        """The request the engine hands its provider: its own, owned one (a broken engine shares)."""
+        return request
+
     def _session(self, handle: str) -> AgentSession:
         try:
             return self._sessions[handle]
@@ -499,7 +516,7 @@ class ReferenceImplementation:
                     )
                 )
             kit = _KitEstimatingProvider if deps.provider_estimates else _KitProvider
-            return kit(callback, handle, provider.value, model)
+            return kit(callback, handle, provider.value, model, self.handed)
 
         async def prepare(provider: ProviderId, model: str) -> None:
             await callback(

@@ -25,6 +25,7 @@ from relavium_conformance._corpus.cases import (
     ApprovalStep,
     Case,
     DoStep,
+    EditStep,
     HoldStep,
     OpStep,
     ProviderErrorStep,
@@ -352,6 +353,7 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         self.observed.provider_requests.append(opened)
         stream = f"stream-{self._opened}"
         steps = next(self._provider_calls, None)
+        edits = steps[0].edit if steps and isinstance(steps[0], EditStep) else ()  # KD-PROJ-3
         if steps is None:
             self.observed.violations.append(
                 Difference(
@@ -362,7 +364,9 @@ class CaseWorld(CompactionWorld, AccountingWorld):
                 )
             )
             steps = ()
-        self._streams[stream] = iter(steps)
+        self._streams[stream] = iter(steps[1:] if edits else steps)
+        if edits:
+            return {"stream": stream, "edits": [e.model_dump(mode="json", exclude_none=True) for e in edits]}
         return {"stream": stream}
 
     async def on_provider_next(self, params: ProviderNextParams) -> dict[str, Any]:

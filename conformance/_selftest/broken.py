@@ -32,6 +32,7 @@ from relavium_conformance._selftest.broken_history import HISTORY_BREAKS
 from relavium_conformance._selftest.broken_http import HTTP_BREAKS
 from relavium_conformance._selftest.broken_memory import MEMORY_BREAKS
 from relavium_conformance._selftest.broken_overflow import OVERFLOW_BREAKS, PRESEND_BREAKS, RECOVERY_BREAKS
+from relavium_conformance._selftest.broken_ownership import OWNERSHIP_BREAKS
 from relavium_conformance._selftest.broken_pure import PURE_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
@@ -478,6 +479,7 @@ BROKEN_IMPLEMENTATIONS: tuple[BrokenImplementation, ...] = (
     *PRESEND_BREAKS,
     *SESSION_BREAKS,
     *SIDE_BY_SIDE_BREAKS,
+    *OWNERSHIP_BREAKS,
     *WIRE_BREAKS_2,
     *PURE_BREAKS_2,
     *CASE_BREAKS,

@@ -68,6 +68,7 @@ __all__ = [
     "ReadStoredRowRefusal",
     "ReadStoredRowResult",
     "RecordJson",
+    "RequestEdit",
     "RequestJson",
     "ResumeParams",
     "ResumeStateJson",
@@ -272,8 +273,21 @@ class ProviderOpenParams(_Msg):
     """The attempted entry's authoritative window as the implementation measured it (absent: unknown)."""
 
 
+class RequestEdit(_Msg):
+    """One change a careless provider makes to the request it was handed (capability ``request-edits``,
+    KD-PROJ-3): replace the text of a text part, drop a content part, or drop a whole message."""
+
+    edit: Literal["set_text", "drop_part", "drop_message"]
+    message: Annotated[int, Field(ge=0)]  # the index in the request's messages
+    part: Annotated[int, Field(ge=0)] | None = None  # set_text, drop_part: the index in its content
+    text: str | None = None  # set_text: the new text
+
+
 class ProviderOpenResult(_Msg):
     stream: str
+    edits: tuple[RequestEdit, ...] = ()
+    """Capability ``request-edits`` only: the adapter applies them, in order and in place, to the very
+    request object its engine handed to the provider, before its first ``provider.next`` (KD-PROJ-3)."""
 
 
 class ProviderNextParams(_Msg):

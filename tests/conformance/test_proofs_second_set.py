@@ -14,6 +14,7 @@ import pytest
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
+from relavium_conformance._selftest.broken_ownership import OWNERSHIP_BREAKS
 from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
 from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
 from relavium_conformance._selftest.broken_sessions import SIDE_BY_SIDE_BREAKS
@@ -21,7 +22,14 @@ from relavium_conformance._selftest.broken_wire2 import WIRE_BREAKS_2
 from relavium_conformance._selftest.proofs import _statuses, check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter
 
-SECOND_SET = (*SESSION_BREAKS, *WIRE_BREAKS_2, *PURE_BREAKS_2, *CASE_BREAKS, *SIDE_BY_SIDE_BREAKS)
+SECOND_SET = (
+    *SESSION_BREAKS,
+    *WIRE_BREAKS_2,
+    *PURE_BREAKS_2,
+    *CASE_BREAKS,
+    *SIDE_BY_SIDE_BREAKS,
+    *OWNERSHIP_BREAKS,
+)
 
 
 def test_each_break_names_one_rule_and_few_clauses() -> None:
