@@ -9,6 +9,7 @@ from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.store import SessionStore, StoreError
 from relavium_reference._host.store_usage import SqliteUsageWriter
 from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS
+from relavium_reference._model.budget import ModelPrice
 from relavium_reference._model.commands import (
     CommandAllowlist,
     CommandCancelled,
@@ -133,6 +134,7 @@ __all__ = [
     "LlmToolCallPart",
     "LlmToolResultPart",
     "MessageDraft",
+    "ModelPrice",
     "PersistError",
     "ProviderId",
     "ProviderScript",

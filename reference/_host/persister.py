@@ -5,16 +5,21 @@ turn as one :class:`CompletedTurn` to commit atomically, and the cost of turns t
 transcript (errors, aborts).  :class:`SqlitePersister` is the reference host's persister over the
 ``history.db`` store; the kit plays its own persister through the adapter (``host.createSession``,
 ``host.commitTurn``, ``host.recordCost``, ``host.loadSession``).
+A persister that keeps usage durably (:class:`KeepsUsage`, as ``SqlitePersister`` does) offers the
+session its usage writer, so a persisted host always has one, governor or not (KD-USE-1).
 A persister that raises makes the session latch: no later provider attempt, tool dispatch or command.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.store import SessionStore
+from relavium_reference._host.store_usage import SqliteUsageWriter
+from relavium_reference._model.budget import ModelPrice
 from relavium_reference._model.errors import PersistError
 from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.llm import LlmMessage
@@ -22,7 +27,13 @@ from relavium_reference._model.messages import AgentSessionRecord, SessionMessag
 from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, structural_drafts
 
-__all__ = ["PersistError", "ReleasesWriter", "SqlitePersister", "TurnPersister", "completed_turn"]
+__all__ = [
+    "KeepsUsage",
+    "PersistError",
+    "ReleasesWriter", "SqlitePersister",
+    "TurnPersister",
+    "completed_turn",
+]
 
 
 class TurnPersister(Protocol):
@@ -48,6 +59,15 @@ class ReleasesWriter(Protocol):
     """A persister holding a writer lease per session (KD-DB-9); the session releases it on cancel."""
 
     async def release_writer(self, session_id: str) -> None: ...
+
+
+@runtime_checkable
+class KeepsUsage(Protocol):
+    """A persister that keeps usage coverage durably: it offers each session its usage writer (KD-USE-1)."""
+
+    def usage_writer(self, session_id: str, prices: Mapping[str, ModelPrice]) -> UsageWriter:
+        """A writer over the same store for ``session_id``; a model absent from ``prices`` is unpriced."""
+        ...
 
 
 class SqlitePersister:
@@ -79,6 +99,9 @@ class SqlitePersister:
 
     async def release_writer(self, session_id: str) -> None:
         await asyncio.to_thread(self._store.release_writer, session_id)
+
+    def usage_writer(self, session_id: str, prices: Mapping[str, ModelPrice]) -> UsageWriter:
+        return SqliteUsageWriter(self._store, session_id, prices)
 
 
 def completed_turn(

@@ -37,7 +37,7 @@ from relavium_reference._host.turn import (
     build_plan,
     error_message,
 )
-from relavium_reference._host.usage import SessionUsage
+from relavium_reference._host.usage import SessionUsage, host_usage_writer
 from relavium_reference._model.commands import (
     CommandAllowlist,
     CommandCancelled,
@@ -133,8 +133,9 @@ class AgentSession(SessionAutoCompaction):
         self._deps = deps
         self._max_turns = resolve_max_turns(deps.max_turns)
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
-        self._usage = SessionUsage(deps.usage_writer, basis="fresh")
         self.session_id = session_id or deps.new_id()
+        self._writer = host_usage_writer(deps.usage_writer, deps.persister, self.session_id, deps.prices)
+        self._usage = SessionUsage(self._writer, basis="fresh")
         self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
         self._plan = build_plan(agent)
@@ -180,7 +181,7 @@ class AgentSession(SessionAutoCompaction):
         session._exchanges = exchanges_from_state(state)
         session._turns_used = state.turn_count
         session._preamble = state.context_preamble
-        session._usage = SessionUsage(deps.usage_writer, basis="adopt")  # the existing owner, never zero
+        session._usage = SessionUsage(session._writer, basis="adopt")  # the existing owner, never zero
         session._enter(SessionInput.START)  # a resumed instance is started, without session:started
         return session
 

@@ -18,6 +18,7 @@ from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import TurnPersister
 from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS, ProviderResolver
+from relavium_reference._model.budget import ModelPrice
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.events import EventSink, TokensUsed, TurnError
@@ -68,7 +69,11 @@ class SessionDeps:
     compact_threshold: float = DEFAULT_COMPACT_THRESHOLD
     after_turn_compaction: bool = True
     max_tokens_estimate: int | None = None  # estimate-only output fallback, copied at construction
-    usage_writer: UsageWriter | None = None  # the persisted host's usage writer (KD-USE-1)
+    usage_writer: UsageWriter | None = None
+    """The host's usage writer (KD-USE-1).  Absent, a persister that keeps usage (``SqlitePersister``)
+    supplies one over its own store for the session; an explicit writer always wins."""
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    """The host's prices by model name, for the writer its persister supplies (absent: unpriced)."""
     max_messages: int | None = None
     """The configured deterministic trim an ordinary after-turn compaction failure falls back to."""
     on_compaction_start: CompactionStartHook | None = None

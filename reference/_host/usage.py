@@ -5,14 +5,37 @@ the writer with a complete-zero basis when it starts; a resumed or reseated inst
 the existing owner (``adopt``) at its first accounting boundary, the next turn, and from then on the money
 it publishes is the writer's durable answer, so the counters the instance was constructed with (the resume
 state's cumulative cost) can never overwrite a newer durable sum.
+
+Which writer: the host's explicit one when it gives one (the kit plays its own over the adapter), else the
+one its persister supplies when that persister keeps usage durably (the reference host's
+``SqlitePersister``: a :class:`~relavium_reference._host.store_usage.SqliteUsageWriter` over the same
+``history.db``, priced with the host's configured prices; an empty mapping leaves every call unpriced).
+A host without either has no writer and publishes what its attempts report.
 """
 
 from __future__ import annotations
 
-from relavium_reference._host.admission import UsageWriter
-from relavium_reference._model.budget import UsageBasis, UsageTotals
+from collections.abc import Mapping
 
-__all__ = ["SessionUsage"]
+from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.persister import KeepsUsage, TurnPersister
+from relavium_reference._model.budget import ModelPrice, UsageBasis, UsageTotals
+
+__all__ = ["SessionUsage", "host_usage_writer"]
+
+
+def host_usage_writer(
+    explicit: UsageWriter | None,
+    persister: TurnPersister | None,
+    session_id: str,
+    prices: Mapping[str, ModelPrice],
+) -> UsageWriter | None:
+    """The session's writer: the explicit one, else its persister's when it keeps usage (KD-USE-1)."""
+    if explicit is not None:
+        return explicit
+    if isinstance(persister, KeepsUsage):
+        return persister.usage_writer(session_id, prices)
+    return None
 
 
 class SessionUsage:
