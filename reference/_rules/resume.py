@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictInt, StrictStr
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
 from relavium_reference._model.records import is_structural_row, is_terminal_row
 from relavium_reference._model.shapes import WireModel
@@ -109,6 +110,7 @@ def _slots(rows: Iterable[SessionMessage]) -> list[_Slot]:
     return slots
 
 
+@gc_paused  # a long transcript rebuilds many acyclic values (see gc_pause)
 def reconstruct_session_state(
     record: AgentSessionRecord, messages: Sequence[SessionMessage]
 ) -> SessionResumeState:
