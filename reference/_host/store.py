@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from relavium_reference._host.store_files import WriterLeases, prepare_file
 from relavium_reference._host.store_usage import USAGE_SCHEMA
 from relavium_reference._model.errors import InvalidInputError, PersistError
+from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     SessionMessage,
@@ -557,6 +558,7 @@ class SessionStore:
             raise StoreError("sequence_gap")
         return messages
 
+    @gc_paused  # a long transcript is many acyclic models (see gc_pause)
     def load_full(self, session_id: str) -> tuple[AgentSessionRecord, tuple[SessionMessage, ...]]:
         """The session row and its transcript, read in one transaction (a consistent pair)."""
         with self._transaction("DEFERRED") as db:

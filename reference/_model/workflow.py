@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, JsonValue, StrictStr, model_validator
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._model.messages import ISO_TIMESTAMP_PATTERN, SCHEMA_DRAFT, SessionMessage
 from relavium_reference._model.shapes import (
     KEBAB_ID_PATTERN,
@@ -151,6 +152,7 @@ class WorkflowDocument(StrictModel):
     workflow: WorkflowSpec
 
 
+@gc_paused
 def document_to_data(document: WorkflowDocument) -> dict[str, Any]:
     """Plain JSON-shaped data of ``document``: absent optional fields left out, nulls in metadata kept."""
     spec = document.workflow

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._model.messages import UNKNOWN_TOOL, AgentSessionRecord, SessionMessage
 from relavium_reference._model.workflow import (
     EXPORT_METADATA_KEY,
@@ -132,6 +133,7 @@ def _agent_node(index: int, agent_ref: str, turn: ExportedTurn) -> AgentNode:
     )
 
 
+@gc_paused
 def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> WorkflowDocument:
     """Build the workflow scaffold of a persisted session, deterministically (no clock, no randomness).
 

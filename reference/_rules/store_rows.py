@@ -169,8 +169,12 @@ def strict_json(text: str) -> Any:
         raise StoreError("malformed_json") from None
 
 
+# One encoder for every row: ``json.dumps`` with these options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 MessageColumns = dict[str, Any]

@@ -37,6 +37,7 @@ from ruamel.yaml.events import (
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
+from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._rules.yaml_fast import MAX_DEPTH, YAML11_LOOKALIKE, fast_dump
 
 __all__ = ["MAX_DEPTH", "dump_yaml", "ensure_json_data", "load_yaml", "ruamel_dump", "utf16_key"]
@@ -116,6 +117,7 @@ def _sorted(value: Any) -> Any:
     return value
 
 
+@gc_paused
 def dump_yaml(data: Any) -> str:
     """Deterministic YAML text of JSON-shaped ``data`` (raises :class:`InvalidInputError` otherwise)."""
     fast = fast_dump(data)  # the same text, written directly when the data allows (see yaml_fast)

@@ -77,10 +77,23 @@ YAML11_LOOKALIKE = re.compile(
 _CHECKED_FIRST = frozenset(_IMPLICIT) | frozenset("yYnNoO~") | frozenset(" #,[]{}&*!|>'\"%@`?:-.")
 
 
+# Two shapes every transcript row carries, decided without the checks below: a store timestamp is a
+# YAML 1.1 lookalike (quoted, and it holds no apostrophe), a lowercase UUID is plain (it starts no
+# indicator, holds no ": " or " #", and no resolver pattern of either YAML version matches all of it;
+# tests/reference/test_workflow_yaml.py compares both with the ruamel.yaml emitter).
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 @functools.lru_cache(maxsize=8192)  # an export repeats roles, part types, ids of its session and model
 def _string(text: str) -> str:
     if not text:
         return "''"
+    if len(text) in (24, 36):
+        if _STAMP.fullmatch(text):
+            return "'" + text + "'"
+        if _UUID.fullmatch(text):
+            return text
     if not _PRINTABLE_LINE.fullmatch(text):
         raise _Fallback
     plain = not (text[-1] in " :" or ": " in text or " #" in text)

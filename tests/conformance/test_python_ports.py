@@ -109,8 +109,10 @@ def _pytest(project: Path, *args: str, log: Path | None = None) -> subprocess.Co
 
 
 def _handles(log: Path) -> set[str]:
+    """The cases that created a session: a case's further sessions are ``<handle>.<name>`` (one case)."""
     lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-    return {json.loads(line)["handle"] for line in lines if json.loads(line)["method"] == "session.create"}
+    created = [json.loads(line)["handle"] for line in lines if json.loads(line)["method"] == "session.create"]
+    return {handle.split(".", 1)[0] for handle in created}
 
 
 def test_the_cli_runs_a_python_port_by_name(project: Path) -> None:

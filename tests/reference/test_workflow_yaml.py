@@ -391,6 +391,24 @@ def test_the_fast_emitter_takes_ordinary_export_text() -> None:
     assert fast == ruamel_dump(data)
 
 
+_HEX = st.text("0123456789abcdef", min_size=1, max_size=1) | st.sampled_from(["0", "1", "e", "f", "7"])
+UUID_LIKE = st.tuples(*(st.lists(_HEX, min_size=n, max_size=n).map("".join) for n in (8, 4, 4, 4, 12))).map(
+    "-".join
+)
+_DIGITS = st.text("0123456789", min_size=1, max_size=1)
+STAMP_LIKE = st.lists(_DIGITS, min_size=17, max_size=17).map(
+    lambda d: "{}{}{}{}-{}{}-{}{}T{}{}:{}{}:{}{}.{}{}{}Z".format(*d)
+)
+
+
+@settings(max_examples=400)
+@given(UUID_LIKE | STAMP_LIKE | st.uuids().map(str))
+def test_the_uuid_and_timestamp_shortcuts_write_the_ruamel_bytes(value: str) -> None:
+    """Ids and timestamps skip the general checks (``yaml_fast._UUID``/``_STAMP``): same text as ruamel."""
+    for data in ({"k": value}, {"k": [value, {"x": value}]}):
+        assert fast_dump(data) == ruamel_dump(data)
+
+
 ANY_DATA = st.recursive(
     FAST_SCALAR | st.floats() | st.binary(max_size=3) | st.just(()),
     lambda inner: (
