@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from relavium_reference._host.admission import UsageWriter, release_quietly
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
+from relavium_reference._host.usage import publish_cost
 from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import (
     CompactionReason,
-    CostUpdated,
     SessionCompacted,
     SessionCompacting,
     SessionCompactionFailed,
@@ -368,16 +368,13 @@ async def _account(job: CompactionJob, model: str, usage: Usage | None, number: 
     if job.usage is not None and settled is None:
         return False
     if usage is not None:
-        await job.stamper.emit(
-            CostUpdated,
+        await publish_cost(
+            job.stamper,
             node_id=job.node_id,
             model=model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_microcents=settled.cost_microcents if settled else 0,
-            cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+            usage=usage,
+            settled=settled,
             attempt_number=number + 1,
-            priced=settled.priced if settled else False,
         )
     return True
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.stamper import EventStamper
+from relavium_reference._host.usage import publish_cost
 from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.events import (
     AgentApprovalRequested,
@@ -24,7 +25,6 @@ from relavium_reference._model.events import (
     AgentToken,
     AgentToolCall,
     AgentToolResult,
-    CostUpdated,
     ToolHistoryEntry,
 )
 from relavium_reference._model.invocation import (
@@ -528,16 +528,13 @@ async def _account(
         progress.priced_calls += int(settled.priced)
     if usage is None or (setup.usage is not None and settled is None):
         return
-    await setup.stamper.emit(
-        CostUpdated,
+    await publish_cost(
+        setup.stamper,
         node_id=setup.node_id,
         model=model,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cost_microcents=settled.cost_microcents if settled else 0,
-        cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+        usage=usage,
+        settled=settled,
         attempt_number=attempt_number,
-        priced=settled.priced if settled else False,
     )
 
 

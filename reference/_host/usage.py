@@ -19,9 +19,12 @@ from collections.abc import Mapping
 
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import KeepsUsage, TurnPersister
-from relavium_reference._model.budget import ModelPrice, UsageBasis, UsageTotals
+from relavium_reference._host.stamper import EventStamper
+from relavium_reference._model.budget import ModelPrice, UsageBasis, UsageSettled, UsageTotals
+from relavium_reference._model.events import CostUpdated
+from relavium_reference._model.llm import Usage
 
-__all__ = ["SessionUsage", "host_usage_writer"]
+__all__ = ["SessionUsage", "host_usage_writer", "publish_cost"]
 
 
 def host_usage_writer(
@@ -66,3 +69,27 @@ class SessionUsage:
         except Exception:
             return False
         return True
+
+
+async def publish_cost(
+    stamper: EventStamper,
+    *,
+    node_id: str,
+    model: str,
+    usage: Usage,
+    settled: UsageSettled | None,
+    attempt_number: int,
+) -> None:
+    """One ``cost:updated`` for an invocation whose usage arrived: the writer's money when it settled
+    the record (absent without a writer: zero and unpriced). A turn attempt and a summary pass alike."""
+    await stamper.emit(
+        CostUpdated,
+        node_id=node_id,
+        model=model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_microcents=settled.cost_microcents if settled else 0,
+        cumulative_cost_microcents=settled.totals.amount_microcents if settled else 0,
+        attempt_number=attempt_number,
+        priced=settled.priced if settled else False,
+    )
