@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +34,51 @@ from relavium_conformance._wire.adapters import Adapter, StdioAdapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
-__all__ = ["RunInterrupted", "RunOutcome", "run_cases", "run_cases_sync"]
+__all__ = ["RunInterrupted", "RunOutcome", "SnapshotTexts", "run_cases", "run_cases_sync"]
+
+
+class SnapshotTexts(Mapping[str, str]):
+    """Case id -> the text of its observed snapshot, written only when asked for.
+
+    Most runs never read a snapshot's text (they compare the data, or none at all), and writing it
+    (sorted, indented JSON) costs about as much as a small case's judging; so the data is kept and the
+    text made on first access (then kept).  Pickles as its data (``-j N`` workers send it back)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any] | None] = {}  # None: the case could not run (text "")
+        self._texts: dict[str, str] = {}
+
+    def put(self, case_id: str, snapshot: dict[str, Any] | None) -> None:
+        self._data[case_id] = snapshot
+        self._texts.pop(case_id, None)
+
+    def update(self, other: SnapshotTexts) -> None:
+        for case_id, snapshot in other._data.items():
+            self.put(case_id, snapshot)
+
+    def __getitem__(self, case_id: str) -> str:
+        text = self._texts.get(case_id)
+        if text is None:
+            snapshot = self._data[case_id]
+            text = (
+                ""
+                if snapshot is None
+                else json.dumps(snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
+            self._texts[case_id] = text
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self._data}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._data, self._texts = state["data"], {}
 
 
 @dataclass
@@ -41,7 +86,7 @@ class RunOutcome:
     run: RunResult
     hello: HelloResult | None
     observations: dict[str, Observation] = field(default_factory=dict)
-    snapshots: dict[str, str] = field(default_factory=dict)
+    snapshots: SnapshotTexts = field(default_factory=SnapshotTexts)
     handshake_error: str | None = None
     #: Notes on processes the implementation left behind at the end of the run (the kit ended them).
     notes: list[str] = field(default_factory=list)
@@ -208,7 +253,7 @@ class _Play:
             )
         self.broken_at = observed.broken_at
         self.outcome.observations[case.id] = observed
-        self.outcome.snapshots[case.id] = snapshot
+        self.outcome.snapshots.put(case.id, snapshot)
         return result
 
 
