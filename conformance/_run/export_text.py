@@ -14,8 +14,8 @@ Determinism (the same input gives byte-identical text) is checked by the caller,
 Every read of a text here is a pure function of the text, and the same texts come back case after case
 (the reference's text is the vector's ``expected_yaml``; a selftest runs each vector against the
 reference, the compliant alternatives and the broken implementations): so the reads are remembered by
-text (:func:`read_yaml_text`, :func:`workflow_refusal`, :func:`text_property_differences`), a few at a
-time.  What they return is shared: callers only read it.
+text (:func:`read_yaml_text`, :func:`workflow_refusal`, :func:`text_property_differences`), a few
+hundred at a time.  What they return is shared: callers only read it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from relavium_reference.export import parse_workflow
 
 __all__ = ["YAML11_LOOKALIKE", "read_yaml_text", "text_property_differences", "workflow_refusal"]
 
-_REMEMBERED = 16  # distinct texts kept per read (a vector's text is read a few times in a row)
+_REMEMBERED = 256  # distinct texts kept per read (the export vectors make a few dozen)
 
 # Plain scalars a YAML 1.1 resolver reads as a boolean, null, integer, float or timestamp.
 YAML11_LOOKALIKE = re.compile(

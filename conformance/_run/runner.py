@@ -25,12 +25,14 @@ from relavium_conformance._report.results import (
     CaseResult,
     CaseStatus,
     ImplementationInfo,
+    KitInfo,
     RunResult,
+    Summary,
     one_line,
 )
 from relavium_conformance._run.execute import CaseWorld, Observation, execute_case
 from relavium_conformance._run.vectors import execute_vector_case
-from relavium_conformance._wire.adapters import Adapter, StdioAdapter, WirePoint
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
@@ -137,10 +139,17 @@ async def run_cases(
     snapshots: bool | None = None,
     first_handle: int = 1,
     maxfail: int | None = None,
+    stop: Callable[[Sequence[CaseResult]], bool] | None = None,
+    clause_table: bool = True,
 ) -> RunOutcome:
     """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
     Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
     ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's).
+    ``stop`` is asked after each case with the results that can no longer change (in-process all of
+    them; over a wire all but the newest, which the next case may still turn errored) and ends the run
+    there when it answers True (the rest are not run).  ``clause_table`` False leaves the run's
+    ``clauses`` empty (a selftest reads only the case results; the table costs a model per catalogue
+    clause, more than a small run's cases).
     Cancelled (Ctrl-C), it stops the implementation and raises :class:`RunInterrupted` with the
     results of the cases that finished."""
     started_at = datetime.now(UTC)
@@ -176,6 +185,8 @@ async def run_cases(
             bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
             if maxfail is not None and bad >= maxfail:
                 break
+            if stop is not None and stop(results if isinstance(adapter, InProcessAdapter) else results[:-1]):
+                break
     except asyncio.CancelledError:
         interrupted = True
     finally:
@@ -189,14 +200,26 @@ async def run_cases(
         language=hello.implementation.language if hello else None,
         capabilities=tuple(hello.capabilities) if hello else (),
     )
-    outcome.run = RunResult.build(
-        implementation=implementation,
-        cases=results,
-        catalogue=load_catalogue().clauses,
-        started_at=started_at,
-        duration_ms=(time.perf_counter() - clock) * 1000,
-        interrupted=interrupted,
-    )
+    if clause_table:
+        outcome.run = RunResult.build(
+            implementation=implementation,
+            cases=results,
+            catalogue=load_catalogue().clauses,
+            started_at=started_at,
+            duration_ms=(time.perf_counter() - clock) * 1000,
+            interrupted=interrupted,
+        )
+    else:
+        outcome.run = RunResult(
+            kit=KitInfo.current(),
+            implementation=implementation,
+            summary=Summary.of(results),
+            cases=tuple(results),
+            clauses=(),
+            started_at=started_at,
+            duration_ms=(time.perf_counter() - clock) * 1000,
+            interrupted=interrupted,
+        )
     if interrupted:
         task = asyncio.current_task()
         if task is not None:
