@@ -39,7 +39,6 @@ from relavium_reference._model.errors import PersistError
 
 if TYPE_CHECKING:
     from relavium_reference._host.store import SessionStore
-    from relavium_reference._host.store_thread import StoreThread
 
 __all__ = ["USAGE_SCHEMA", "SqliteUsageWriter", "usage_totals"]
 
@@ -81,29 +80,20 @@ def usage_totals(db: sqlite3.Connection, session_id: str) -> UsageTotals:
 class SqliteUsageWriter:
     """One session's writer over the store; ``prices`` maps a model to its price (absent: unpriced)."""
 
-    def __init__(
-        self,
-        store: SessionStore,
-        session_id: str,
-        prices: Mapping[str, ModelPrice],
-        *,
-        thread: StoreThread | None = None,
-    ) -> None:
+    def __init__(self, store: SessionStore, session_id: str, prices: Mapping[str, ModelPrice]) -> None:
         self._store = store
         self._session_id = session_id
         self._prices = dict(prices)
         self._open_row: str | None = None
-        self._run = thread.run if thread is not None else asyncio.to_thread
-        """Where the store calls run: the persister's store thread, else ``asyncio.to_thread``."""
 
     async def open(self, basis: UsageBasis) -> UsageTotals:
-        return await self._run(self._open, basis)
+        return await asyncio.to_thread(self._open, basis)
 
     async def pending(self, record: UsagePending) -> None:
-        await self._run(self._pending, record)
+        await asyncio.to_thread(self._pending, record)
 
     async def resolved(self, record: UsageResolved) -> UsageSettled:
-        return await self._run(self._resolved, record)
+        return await asyncio.to_thread(self._resolved, record)
 
     def _open(self, basis: UsageBasis) -> UsageTotals:
         def read(db: sqlite3.Connection) -> UsageTotals:
