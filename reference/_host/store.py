@@ -56,6 +56,7 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry, SessionCostRow
+from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
 from relavium_reference._rules.store_rows import (
     STORE_ERRORS,
     MessageColumns,
@@ -163,6 +164,7 @@ CREATE UNIQUE INDEX idx_session_costs_session_model ON session_costs (session_id
 CREATE INDEX idx_session_costs_session ON session_costs (session_id, cost_microcents);
 """
 
+_FAST_COLUMNS = ", ".join(FAST_ROW_COLUMNS)
 _MESSAGE_COLUMNS = (
     "id, session_id, sequence_number, role, content, content_parts, tool_calls, tool_call_id, name, "
     "finish_reason, model_id, compaction_dropped_through_sequence, created_at"
@@ -534,12 +536,15 @@ class SessionStore:
 
     @staticmethod
     def _read_messages(db: sqlite3.Connection, session_id: str) -> tuple[SessionMessage, ...]:
-        rows = db.execute(
-            f"SELECT rowid AS row_ref, {_MESSAGE_COLUMNS} FROM session_messages WHERE session_id = ? "
-            "ORDER BY sequence_number",
+        # Plain tuples (no sqlite3.Row): a row in the store's canonical form is decided by
+        # fast_message in one pass; any other row goes through the full path, which names its defect.
+        cursor = db.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(
+            f"SELECT {_FAST_COLUMNS} FROM session_messages WHERE session_id = ? ORDER BY sequence_number",
             (session_id,),
         ).fetchall()
-        messages = tuple(_checked(message_from_row, row, "session_messages") for row in rows)
+        messages = tuple(fast_message(row) or _checked_tuple(row) for row in rows)
         if [m.sequence_number for m in messages] != list(range(len(messages))):
             raise StoreError("sequence_gap")
         return messages
@@ -622,6 +627,15 @@ def _checked(read: Callable[[dict[str, Any]], T], row: sqlite3.Row, table: str) 
         return read(data)
     except StoreError as exc:
         raise StoreError(exc.code, row=f"{table} rowid {ref}") from exc.__cause__
+
+
+def _checked_tuple(row: tuple[Any, ...]) -> SessionMessage:
+    """The full read of a tuple row of :data:`FAST_ROW_COLUMNS` (see :func:`_checked`)."""
+    data = dict(zip(FAST_ROW_COLUMNS[:-1], row, strict=False))
+    try:
+        return message_from_row(data)
+    except StoreError as exc:
+        raise StoreError(exc.code, row=f"session_messages rowid {row[-1]}") from exc.__cause__
 
 
 def _split_script(script: str) -> list[str]:
