@@ -1,9 +1,10 @@
 """Every performance ratio of the kit and the reference engine, measured side by side in one run.
 
-Run with ``python benchmarks/run.py [--json FILE] [--quick] [--rounds N]``.  Each figure is measured
-next to its physical floor on the same machine, in alternating rounds (round 1 of every measure, then
-round 2 of every measure, ...); the report gives the median of each and their ratio, because absolute
-times on a shared machine mean little.  The floors:
+Run with ``python benchmarks/run.py [--json FILE] [--quick] [--rounds N] [--only NAME[,NAME]]``
+(``--only`` names measures: durable, turn-cost, export, load, reconstruct, list, stdio, jobs,
+selftest).  Each figure is measured next to its physical floor on the same machine, in alternating
+rounds (round 1 of every measure, then round 2 of every measure, ...); the report gives the median
+of each and their ratio, because absolute times on a shared machine mean little.  The floors:
 
 * durable turns/s: raw SQLite commits of the same rows (WAL, ``synchronous=FULL``, ``BEGIN IMMEDIATE``,
   the same schema and indexes, one transaction per turn);
@@ -462,65 +463,74 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
     return f
 
 
+MEASURES: dict[str, tuple[str, ...]] = {
+    # --only NAME -> the figures it fills (keys of build_figures' result, or their prefix)
+    "durable": ("durable", "in_memory"),
+    "turn-cost": ("turn_",),
+    "export": ("export_",),
+    "load": ("load",),
+    "reconstruct": ("reconstruct",),
+    "list": ("startup",),
+    "stdio": ("stdio_run", "stdio_case"),
+    "jobs": ("jobs",),
+    "selftest": ("selftest", "total"),
+}
+
+
+def select_figures(f: dict[str, Figure], only: set[str]) -> dict[str, Figure]:
+    """The figures of the chosen measures (every figure when ``only`` is empty)."""
+    if not only:
+        return f
+    wanted = [key for name in only for key in MEASURES[name]]
+    return {
+        key: figure
+        for key, figure in f.items()
+        if any(key == w or (w.endswith("_") and key.startswith(w)) for w in wanted)
+    }
+
+
 def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str], None]) -> None:
     turns = 60 if quick else 300
-    with tempfile.TemporaryDirectory(dir=work) as scratch:
-        directory = Path(scratch)
-        say("durable turns")
-        durable, db_path = asyncio.run(_durable_turns(directory, turns))
-        raw = _raw_commits(db_path, directory)
-        f["durable"].values.append(durable)
-        f["durable"].floors.append(raw)
-        in_memory = asyncio.run(_turns_in_memory(turns))
-        f["in_memory"].values.append(in_memory)
-        f["in_memory"].floors.append(durable)
+    if "durable" in f:
+        with tempfile.TemporaryDirectory(dir=work) as scratch:
+            directory = Path(scratch)
+            say("durable turns")
+            durable, db_path = asyncio.run(_durable_turns(directory, turns))
+            raw = _raw_commits(db_path, directory)
+            f["durable"].values.append(durable)
+            f["durable"].floors.append(raw)
+            in_memory = asyncio.run(_turns_in_memory(turns))
+            f["in_memory"].values.append(in_memory)
+            f["in_memory"].floors.append(durable)
 
-    say("per-turn cost")
-    base = asyncio.run(_cost_at_turn(10))
-    for turn in (100, 1000):
-        f[f"turn_{turn}"].values.append(asyncio.run(_cost_at_turn(turn)) * 1000)
-        f[f"turn_{turn}"].floors.append(base * 1000)
+    if "turn_1000" in f:
+        say("per-turn cost")
+        base = asyncio.run(_cost_at_turn(10))
+        for turn in (100, 1000):
+            f[f"turn_{turn}"].values.append(asyncio.run(_cost_at_turn(turn)) * 1000)
+            f[f"turn_{turn}"].floors.append(base * 1000)
 
-    with tempfile.TemporaryDirectory(dir=work) as scratch:
-        directory = Path(scratch)
-        sizes = sorted(int(key.split("_")[1]) for key in f if key.startswith("export_"))
-        load_size = 10_000 if quick else 100_000
-        for size in sorted({*sizes, load_size}):
-            say(f"store of {size:,} messages")
-            store, sid = _big_store(directory, size)
-            try:
-                load_time, (record, messages) = _timed(store.load_full, sid)
-                if size == load_size:
-                    floor = _bare_select(directory / f"big-{size}.db", sid)
-                    f["load"].values.append(load_time)
-                    f["load"].floors.append(floor)
-                    rebuild, _state = _timed(reconstruct_session_state, record, messages)
-                    f["reconstruct"].values.append(rebuild)
-                    f["reconstruct"].floors.append(floor)
-                if size in sizes:
-                    say(f"export of {size:,} messages")
-                    export_time, text = _timed(_export, record, messages)
-                    data = document_to_data(session_to_workflow(record, messages))
-                    dumps_time, _ = _timed(gc_paused(json.dumps), data)
-                    f[f"export_{size}"].values.append(export_time)
-                    f[f"export_{size}"].floors.append(dumps_time)
-                    say(f"  {len(text) / 1e6:.1f} MB of YAML")
-            finally:
-                store.close()
+    sizes = sorted(int(key.split("_")[1]) for key in f if key.startswith("export_"))
+    load_size = 10_000 if quick else 100_000
+    reading = "load" in f or "reconstruct" in f
+    if sizes or reading:
+        _store_round(f, sizes, load_size if reading else None, work, say)
 
-    say("start-up")
-    f["startup"].values.append(_timed_process(_cli("run", "--list")))
-    f["startup"].floors.append(
-        _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
-    )
+    if "startup" in f:
+        say("start-up")
+        f["startup"].values.append(_timed_process(_cli("run", "--list")))
+        f["startup"].floors.append(
+            _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
+        )
 
-    say("transports")
-    in_process, per_case_in, _count = _corpus_run("reference")
-    over_stdio, per_case_stdio, _count = _corpus_run("reference-stdio")
-    f["stdio_run"].values.append(over_stdio)
-    f["stdio_run"].floors.append(in_process)
-    f["stdio_case"].values.append(per_case_stdio * 1000)
-    f["stdio_case"].floors.append(per_case_in * 1000)
+    if "stdio_run" in f:
+        say("transports")
+        in_process, per_case_in, _count = _corpus_run("reference")
+        over_stdio, per_case_stdio, _count = _corpus_run("reference-stdio")
+        f["stdio_run"].values.append(over_stdio)
+        f["stdio_run"].floors.append(in_process)
+        f["stdio_case"].values.append(per_case_stdio * 1000)
+        f["stdio_case"].floors.append(per_case_in * 1000)
 
     if "jobs" in f:
         say("-j 1 / -j 2")
@@ -535,6 +545,38 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         f["selftest"].floors.append(run_time)
         f["total"].values.append(run_time + selftest_time)
         f["total"].floors.append(20.0)
+
+
+def _store_round(
+    f: dict[str, Figure], sizes: list[int], load_size: int | None, work: Path, say: Callable[[str], None]
+) -> None:
+    """Export of each size in ``sizes`` and load/reconstruct at ``load_size``, from one store each."""
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        directory = Path(scratch)
+        for size in sorted({*sizes, *([load_size] if load_size else [])}):
+            say(f"store of {size:,} messages")
+            store, sid = _big_store(directory, size)
+            try:
+                load_time, (record, messages) = _timed(store.load_full, sid)
+                if size == load_size:
+                    floor = _bare_select(directory / f"big-{size}.db", sid)
+                    if "load" in f:
+                        f["load"].values.append(load_time)
+                        f["load"].floors.append(floor)
+                    if "reconstruct" in f:
+                        rebuild, _state = _timed(reconstruct_session_state, record, messages)
+                        f["reconstruct"].values.append(rebuild)
+                        f["reconstruct"].floors.append(floor)
+                if size in sizes:
+                    say(f"export of {size:,} messages")
+                    export_time, text = _timed(_export, record, messages)
+                    data = document_to_data(session_to_workflow(record, messages))
+                    dumps_time, _ = _timed(gc_paused(json.dumps), data)
+                    f[f"export_{size}"].values.append(export_time)
+                    f[f"export_{size}"].floors.append(dumps_time)
+                    say(f"  {len(text) / 1e6:.1f} MB of YAML")
+            finally:
+                store.close()
 
 
 def _fmt(value: float | None) -> str:
@@ -570,9 +612,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON here")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, one round, no selftest")
     parser.add_argument("--rounds", type=int, help="alternating rounds (default 3, 1 with --quick)")
+    parser.add_argument(
+        "--only",
+        metavar="NAME[,NAME]",
+        help=f"run only these measures (of: {', '.join(MEASURES)}); selftest runs even with --quick",
+    )
     args = parser.parse_args(argv)
+    only = {name.strip() for name in (args.only or "").split(",") if name.strip()}
+    unknown = sorted(only - set(MEASURES))
+    if unknown:
+        parser.error(f"unknown measure(s) {', '.join(unknown)}; choose from {', '.join(MEASURES)}")
     rounds = args.rounds or (1 if args.quick else 3)
-    figures = build_figures(args.quick, _has_jobs_option())
+    jobs = _has_jobs_option() if not only or "jobs" in only else False
+    figures = select_figures(build_figures(args.quick and "selftest" not in only, jobs), only)
     work = Path(tempfile.mkdtemp(prefix="relavium-bench-"))
     started = time.perf_counter()
     try:
@@ -581,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = [figure.summary() for figure in figures.values()]
-    if "jobs" not in figures:
+    if "jobs" not in figures and (not only or "jobs" in only):
         rows.append(
             {
                 "goal": "6",
@@ -606,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "rounds": rounds,
         "quick": args.quick,
+        "only": sorted(only) or None,
         "seconds": round(time.perf_counter() - started, 1),
         "figures": rows,
     }
