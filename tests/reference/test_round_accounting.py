@@ -119,12 +119,14 @@ def test_the_round_runs_while_its_usage_write_is_in_flight() -> None:
         await h.session.start()
         send = asyncio.ensure_future(h.session.send_message("go"))
         await asyncio.wait_for(started.wait(), HANG_GUARD)  # the first tool runs; the write still waits
-        assert writer.resolved_calls == 1 and not writer.release.is_set()
+        assert writer.resolved_calls == 1
+        assert not writer.release.is_set()
         writer.release.set()  # the tool and the write go on together
         return await asyncio.wait_for(send, HANG_GUARD)
 
     result = run(scenario())
-    assert result.status == "completed" and ran == ["first", "second"]
+    assert result.status == "completed"
+    assert ran == ["first", "second"]
     types = [t for t in h.types() if t.startswith(("agent:tool", "cost:"))]
     # the round's cost follows its tools (published once acknowledged, before the next call)
     assert types == ["agent:tool_call", "agent:tool_result"] * 2 + ["cost:updated", "cost:updated"]
@@ -148,7 +150,9 @@ def test_a_write_failing_while_a_tool_runs_lets_it_settle_and_refuses_the_next()
         return await asyncio.wait_for(send, HANG_GUARD)
 
     result = run(scenario())
-    assert result.status == "failed" and result.error is not None and result.error.code.value == "internal"
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code.value == "internal"
     assert ran == ["first"]  # the second was refused at its dispatch check
     outcomes = [(e.tool_id, e.success, e.output_summary) for e in h.of_type("agent:tool_result")]  # type: ignore[union-attr]
     assert outcomes == [
