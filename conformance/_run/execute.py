@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import contextvars
 import itertools
-import json
 import shutil
 import tempfile
 import time
@@ -567,15 +566,17 @@ async def execute_case(
     register: Any,
     timeout: float = 15.0,
     compare_snapshot: bool = False,
-) -> tuple[CaseResult, Observation, str]:
-    """Run ``case``; ``register(handle, world | None)`` routes the implementation's callbacks."""
+) -> tuple[CaseResult, Observation, dict[str, Any] | None]:
+    """Run ``case``; ``register(handle, world | None)`` routes the implementation's callbacks.
+    Returns the result, the observation and the observed snapshot (as data, None when the case could
+    not run: see ``SnapshotTexts``)."""
     started = time.perf_counter()
     missing = sorted(set(case.capabilities) - set(hello.capabilities))
     if missing:
         result = CaseResult.of(
             case, CaseStatus.UNSUPPORTED, reason=f"needs undeclared capability {', '.join(missing)}"
         )
-        return result, Observation(), ""
+        return result, Observation(), None
     workdir = tempfile.mkdtemp(prefix="relavium-case-")
     world = CaseWorld(case, adapter, handle, workdir, timeout)
     world.register = register
@@ -635,11 +636,7 @@ async def execute_case(
         stderr_tail=stderr_tail if status is CaseStatus.ERRORED else None,
         warnings=tuple(warnings),
     )
-    return (
-        result,
-        observed,
-        json.dumps(observed_snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-    )
+    return result, observed, observed_snapshot
 
 
 _TOO_DEEP = "a value the implementation returned is nested too deep for the kit to judge"

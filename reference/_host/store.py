@@ -38,6 +38,13 @@ from pydantic import ValidationError
 
 from relavium_reference._host.store_files import WriterLeases, prepare_file
 from relavium_reference._host.store_usage import USAGE_SCHEMA
+from relavium_reference._host.store_writes import (
+    add_cost,
+    check_live,
+    insert_message,
+    next_sequence,
+    write_turn,
+)
 from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.gc_pause import gc_paused
 from relavium_reference._model.messages import (
@@ -45,11 +52,11 @@ from relavium_reference._model.messages import (
     SessionMessage,
     SessionStatus,
     TextPart,
-    message_text,
     parse_agent_session_record,
     parse_session_message,
 )
-from relavium_reference._model.records import CompletedTurn, CostEntry, SessionCostRow, derive_title
+from relavium_reference._model.records import CompletedTurn, CostEntry, SessionCostRow
+from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
 from relavium_reference._rules.store_rows import (
     STORE_ERRORS,
     MessageColumns,
@@ -58,7 +65,6 @@ from relavium_reference._rules.store_rows import (
     epoch_ms,
     iso_from_ms,
     message_from_row,
-    message_row,
     session_from_row,
     session_row,
     strict_json,
@@ -158,6 +164,7 @@ CREATE UNIQUE INDEX idx_session_costs_session_model ON session_costs (session_id
 CREATE INDEX idx_session_costs_session ON session_costs (session_id, cost_microcents);
 """
 
+_FAST_COLUMNS = ", ".join(FAST_ROW_COLUMNS)
 _MESSAGE_COLUMNS = (
     "id, session_id, sequence_number, role, content, content_parts, tool_calls, tool_call_id, name, "
     "finish_reason, model_id, compaction_dropped_through_sequence, created_at"
@@ -167,6 +174,7 @@ _SESSION_COLUMNS = (
     "status, context_json, total_input_tokens, total_output_tokens, total_cost_microcents, "
     "exported_workflow_path, deleted_at, created_at, updated_at"
 )
+
 
 
 def _default_clock() -> datetime:
@@ -309,13 +317,13 @@ class SessionStore:
         """Run ``action(db, now_ms)`` in one writing transaction on a live session (under its lease)."""
         self._lease(session_id)
         with self._transaction() as db:
-            self._live_session(db, session_id)
+            check_live(db, session_id)
             return action(db, self._now_ms())
 
     def usage_read(self, session_id: str, action: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``action(db)`` in one reading transaction on a live session."""
         with self._transaction("DEFERRED") as db:
-            self._live_session(db, session_id)
+            check_live(db, session_id)
             return action(db)
 
     def __enter__(self) -> SessionStore:
@@ -456,50 +464,13 @@ class SessionStore:
         if not isinstance(turn, CompletedTurn):
             raise InvalidInputError("commit_turn needs a CompletedTurn", location="turn")
         try:
-            stamp = iso_from_ms(self._now_ms())
+            now = self._now_ms()
             self._lease(session_id)
             with self._transaction() as db:
-                self._live_session(db, session_id)
-                next_seq = self._next_sequence(db, session_id)
-                for offset, draft in enumerate(turn.rows):
-                    message = draft.to_message(
-                        session_id=session_id,
-                        sequence_number=next_seq + offset,
-                        message_id=str(uuid.uuid4()),
-                        timestamp=stamp,
-                    )
-                    is_terminal = offset == len(turn.rows) - 1
-                    self._insert_message(db, message, turn.finish_reason if is_terminal else None)
-                for entry in turn.costs:
-                    self._add_cost(db, session_id, entry)
-                db.execute(
-                    "UPDATE agent_sessions SET title = COALESCE(title, ?), updated_at = ? WHERE id = ?",
-                    (title or derive_title(message_text(turn.user.content)), self._now_ms(), session_id),
-                )
-                written = db.execute(
-                    f"SELECT rowid AS row_ref, {_MESSAGE_COLUMNS} FROM session_messages "
-                    "WHERE session_id = ? AND sequence_number >= ? ORDER BY sequence_number",
-                    (session_id, next_seq),
-                ).fetchall()
-                committed = tuple(_checked(message_from_row, row, "session_messages") for row in written)
+                committed = write_turn(db, session_id, turn, title, now)
         except (sqlite3.Error, StoreError, ValidationError, InvalidInputError) as exc:
             raise PersistError("the completed turn could not be committed") from exc
         return committed
-
-    @staticmethod
-    def _next_sequence(db: sqlite3.Connection, session_id: str) -> int:
-        value = db.execute(
-            "SELECT COALESCE(MAX(sequence_number), -1) FROM session_messages WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()[0]
-        return int(value) + 1
-
-    @staticmethod
-    def _insert_message(db: sqlite3.Connection, message: SessionMessage, finish_reason: str | None) -> None:
-        row = message_row(message, finish_reason)
-        names = ", ".join(row)
-        marks = ", ".join(f":{name}" for name in row)
-        db.execute(f"INSERT INTO session_messages ({names}) VALUES ({marks})", row)
 
     def append_marker(
         self,
@@ -520,7 +491,7 @@ class SessionStore:
         self._lease(session_id)
         with self._transaction() as db:
             self._live_session(db, session_id)
-            next_seq = self._next_sequence(db, session_id)
+            next_seq = next_sequence(db, session_id)
             if not 0 <= dropped_through_sequence < next_seq:
                 raise InvalidInputError(
                     "a boundary must name an existing earlier message", location="droppedThroughSequence"
@@ -536,7 +507,7 @@ class SessionStore:
                     "timestamp": stamp,
                 }
             )
-            self._insert_message(db, marker, None)
+            insert_message(db, marker, None)
             db.execute("UPDATE agent_sessions SET updated_at = ? WHERE id = ?", (self._now_ms(), session_id))
         return marker
 
@@ -548,12 +519,15 @@ class SessionStore:
 
     @staticmethod
     def _read_messages(db: sqlite3.Connection, session_id: str) -> tuple[SessionMessage, ...]:
-        rows = db.execute(
-            f"SELECT rowid AS row_ref, {_MESSAGE_COLUMNS} FROM session_messages WHERE session_id = ? "
-            "ORDER BY sequence_number",
+        # Plain tuples (no sqlite3.Row): a row in the store's canonical form is decided by
+        # fast_message in one pass; any other row goes through the full path, which names its defect.
+        cursor = db.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(
+            f"SELECT {_FAST_COLUMNS} FROM session_messages WHERE session_id = ? ORDER BY sequence_number",
             (session_id,),
         ).fetchall()
-        messages = tuple(_checked(message_from_row, row, "session_messages") for row in rows)
+        messages = tuple(fast_message(row) or _checked_tuple(row) for row in rows)
         if [m.sequence_number for m in messages] != list(range(len(messages))):
             raise StoreError("sequence_gap")
         return messages
@@ -574,44 +548,9 @@ class SessionStore:
         self._lease(session_id)
         with self._transaction() as db:
             self._live_session(db, session_id)
-            self._add_cost(db, session_id, entry)
+            add_cost(db, session_id, entry, self._now_ms())
             db.execute("UPDATE agent_sessions SET updated_at = ? WHERE id = ?", (self._now_ms(), session_id))
         return self.load_session(session_id)
-
-    def _add_cost(self, db: sqlite3.Connection, session_id: str, entry: CostEntry) -> None:
-        now = self._now_ms()
-        db.execute(
-            "INSERT INTO session_costs (id, session_id, model, model_catalog_id, input_tokens, "
-            "output_tokens, cost_microcents, call_count, unpriced_calls, is_legacy, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) "
-            "ON CONFLICT (session_id, model, is_legacy) DO UPDATE SET "
-            "input_tokens = input_tokens + excluded.input_tokens, "
-            "output_tokens = output_tokens + excluded.output_tokens, "
-            "cost_microcents = cost_microcents + excluded.cost_microcents, "
-            "call_count = call_count + excluded.call_count, "
-            "unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
-            "model_catalog_id = COALESCE(excluded.model_catalog_id, model_catalog_id), "
-            "updated_at = excluded.updated_at",
-            (
-                str(uuid.uuid4()),
-                session_id,
-                entry.model,
-                entry.model_catalog_id,
-                entry.input_tokens,
-                entry.output_tokens,
-                entry.cost_microcents,
-                entry.call_count,
-                entry.unpriced_calls,
-                now,
-                now,
-            ),
-        )
-        db.execute(
-            "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
-            "total_output_tokens = total_output_tokens + ?, "
-            "total_cost_microcents = total_cost_microcents + ? WHERE id = ?",
-            (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id),
-        )
 
     def load_costs(self, session_id: str) -> tuple[SessionCostRow, ...]:
         """The session's per-model cost rows, ordered by model then legacy flag."""
@@ -667,6 +606,15 @@ def _checked(read: Callable[[dict[str, Any]], T], row: sqlite3.Row, table: str) 
         return read(data)
     except StoreError as exc:
         raise StoreError(exc.code, row=f"{table} rowid {ref}") from exc.__cause__
+
+
+def _checked_tuple(row: tuple[Any, ...]) -> SessionMessage:
+    """The full read of a tuple row of :data:`FAST_ROW_COLUMNS` (see :func:`_checked`)."""
+    data = dict(zip(FAST_ROW_COLUMNS[:-1], row, strict=False))
+    try:
+        return message_from_row(data)
+    except StoreError as exc:
+        raise StoreError(exc.code, row=f"session_messages rowid {row[-1]}") from exc.__cause__
 
 
 def _split_script(script: str) -> list[str]:

@@ -21,15 +21,16 @@ so a later trim marker (empty text) keeps an earlier summary.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field, StrictInt, StrictStr
 
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.gc_pause import gc_paused
-from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
+from relavium_reference._model.messages import AgentSessionRecord, SessionMessage, TextPart
+from relavium_reference._model.prebuilt import prebuilt
 from relavium_reference._model.records import is_structural_row, is_terminal_row
 from relavium_reference._model.shapes import WireModel
 from relavium_reference._rules.projection import Exchange
@@ -81,11 +82,29 @@ class SessionResumeState(WireModel):
     turn_boundary_sequences: tuple[_NonNegative, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Slot:
+class _Slot(NamedTuple):
     user: SessionMessage
     terminal: SessionMessage | None  # None: a retained legacy bare user
     last_sequence: int
+
+
+_by_sequence = operator.attrgetter("sequence_number")
+
+
+def _is_terminal(row: SessionMessage) -> bool:
+    """:func:`is_terminal_row`, with the common row (one text part) decided without scanning."""
+    content = row.content
+    if len(content) == 1 and type(content[0]) is TextPart:
+        return row.role == "assistant"
+    return is_terminal_row(row.role, content)
+
+
+def _text(row: SessionMessage) -> str:
+    """The text projection of ``row`` (the common row, one text part, without the join)."""
+    content = row.content
+    if len(content) == 1 and type(content[0]) is TextPart:
+        return content[0].text
+    return row.text
 
 
 def _slots(rows: Iterable[SessionMessage]) -> list[_Slot]:
@@ -98,7 +117,7 @@ def _slots(rows: Iterable[SessionMessage]) -> list[_Slot]:
             if open_user is not None and not saw_structure:
                 slots.append(_Slot(open_user, None, open_user.sequence_number))
             open_user, saw_structure = row, False
-        elif is_terminal_row(row.role, row.content):
+        elif _is_terminal(row):
             if open_user is not None:
                 slots.append(_Slot(open_user, row, row.sequence_number))
             open_user, saw_structure = None, False
@@ -119,11 +138,11 @@ def reconstruct_session_state(
     Raises :class:`InvalidInputError` when a message belongs to another session or two messages
     share a sequence number.
     """
-    ordered = sorted(messages, key=lambda m: m.sequence_number)
-    for earlier, later in itertools.pairwise(ordered):
-        if earlier.sequence_number == later.sequence_number:
-            raise InvalidInputError("two session messages share a sequence number", location="sequenceNumber")
-    if any(m.session_id != record.id for m in ordered):
+    ordered = sorted(messages, key=_by_sequence)
+    sequences = list(map(_by_sequence, ordered))
+    if any(map(operator.eq, sequences, itertools.islice(sequences, 1, None))):
+        raise InvalidInputError("two session messages share a sequence number", location="sequenceNumber")
+    if not all(map(record.id.__eq__, map(_by_session, ordered))):
         raise InvalidInputError("a session message belongs to another session", location="sessionId")
 
     markers = [m for m in ordered if m.role == "system" and m.compaction is not None]
@@ -131,26 +150,28 @@ def reconstruct_session_state(
     boundary = max((m.compaction.dropped_through_sequence for m in markers if m.compaction), default=-1)
     preamble = next((m.text for m in reversed(markers) if m.text), None)
 
+    all_slots = _slots(transcript)
+    kept = all_slots if boundary < 0 else _slots(m for m in transcript if m.sequence_number > boundary)
     out_messages: list[ResumeMessage] = []
     out_sequences: list[int] = []
     spans: list[TurnSpan] = []
     boundaries: list[int] = []
-    for slot in _slots(m for m in transcript if m.sequence_number > boundary):
+    for user, terminal, last_sequence in kept:
         start = len(out_messages)
-        out_messages.append(ResumeMessage(role="user", text=slot.user.text))
-        out_sequences.append(slot.user.sequence_number)
-        boundaries.append(slot.last_sequence)
-        if slot.terminal is None:
+        out_messages.append(_resume_message("user", _text(user)))
+        out_sequences.append(user.sequence_number)
+        boundaries.append(last_sequence)
+        if terminal is None:
             continue
-        final_text = slot.terminal.text
+        final_text = _text(terminal)
         if final_text:
-            out_messages.append(ResumeMessage(role="assistant", text=final_text))
-            out_sequences.append(slot.terminal.sequence_number)
-        spans.append(TurnSpan(start=start, end=len(out_messages)))
+            out_messages.append(_resume_message("assistant", final_text))
+            out_sequences.append(terminal.sequence_number)
+        spans.append(prebuilt(TurnSpan, {"start": start, "end": len(out_messages)}, {"start", "end"}))
 
     # The hard-cap counter counts every completed turn the session ever ran, including turns a
     # compaction or trim has since superseded (KD-RES-3).
-    turn_count = sum(1 for slot in _slots(transcript) if slot.terminal is not None)
+    turn_count = sum(1 for slot in all_slots if slot.terminal is not None)
     return SessionResumeState(
         messages=tuple(out_messages),
         completed_turn_spans=tuple(spans),
@@ -162,6 +183,14 @@ def reconstruct_session_state(
         message_sequences=tuple(out_sequences),
         turn_boundary_sequences=tuple(boundaries),
     )
+
+
+_by_session = operator.attrgetter("session_id")
+
+
+def _resume_message(role: Literal["user", "assistant"], text: str) -> ResumeMessage:
+    """A :class:`ResumeMessage` of values that pass its rules (a fixed role, a message's text)."""
+    return prebuilt(ResumeMessage, {"role": role, "text": text}, {"role", "text"})
 
 
 def dropped_through_for_kept(state: SessionResumeState, kept_slot_count: int) -> int | None:

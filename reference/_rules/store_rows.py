@@ -40,6 +40,7 @@ __all__ = [
     "message_row",
     "session_from_row",
     "session_row",
+    "stored_message",
     "strict_json",
 ]
 
@@ -253,6 +254,17 @@ def message_from_row(row: dict[str, Any]) -> SessionMessage:
 
 def message_row(message: SessionMessage, finish_reason: str | None = None) -> dict[str, Any]:
     """The ``session_messages`` row of ``message``; :class:`InvalidInputError` if it cannot be read back."""
+    return stored_message(message, finish_reason)[0]
+
+
+def stored_message(
+    message: SessionMessage, finish_reason: str | None = None
+) -> tuple[dict[str, Any], SessionMessage]:
+    """:func:`message_row` and the message its reader rebuilds from that row (what a later load returns).
+
+    The write side passes the read side's checks, so the one read both proves the row and gives the
+    stored form (a caller's timestamp in UTC milliseconds) without reading it back from the database.
+    """
     row: dict[str, Any] = {
         "id": message.id,
         "session_id": message.session_id,
@@ -266,8 +278,10 @@ def message_row(message: SessionMessage, finish_reason: str | None = None) -> di
         "created_at": epoch_ms(message.timestamp, location="timestamp"),
         **derive_columns(message, finish_reason),
     }
-    _readable(message_from_row, row, "timestamp")  # the write side passes the read side's checks
-    return row
+    try:
+        return row, message_from_row(row)
+    except StoreError:
+        raise InvalidInputError("this value cannot be stored and read back", location="timestamp") from None
 
 
 def _readable(read: Any, row: dict[str, Any], location: str) -> None:

@@ -1,0 +1,119 @@
+"""The statements of ``history.db``'s hot write transactions, run inside a transaction the caller holds.
+
+:class:`~relavium_reference._host.store.SessionStore` opens the ``BEGIN IMMEDIATE`` transaction, holds the
+writer lease and maps errors; these functions only write.  What they keep cheap, per transaction:
+
+* a write checks that its session is live with one indexed ``SELECT 1`` (it needs nothing more of the
+  row);
+* a completed turn's rows go in with one prebuilt ``executemany``, and the messages returned are the
+  ones each row's own reader rebuilt before it was written (``stored_message``): SQLite keeps these text
+  and integer values as given, so there is no read-back through the connection;
+* every statement text is fixed, so SQLite's statement cache prepares each once per connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+from relavium_reference._model.messages import SessionMessage, message_text
+from relavium_reference._model.records import CompletedTurn, CostEntry, derive_title
+from relavium_reference._rules.store_rows import StoreError, iso_from_ms, message_row, stored_message
+
+__all__ = ["add_cost", "check_live", "insert_message", "next_sequence", "write_turn"]
+
+MESSAGE_COLUMNS = (
+    "id, session_id, sequence_number, role, content, content_parts, tool_calls, tool_call_id, name, "
+    "finish_reason, model_id, compaction_dropped_through_sequence, created_at"
+)
+"""The columns of a ``session_messages`` row: the keys of a ``message_row``."""
+
+_INSERT_MESSAGE = (
+    f"INSERT INTO session_messages ({MESSAGE_COLUMNS}) "
+    f"VALUES ({', '.join(':' + name for name in MESSAGE_COLUMNS.split(', '))})"
+)
+_LIVE_SESSION = "SELECT 1 FROM agent_sessions WHERE id = ? AND deleted_at IS NULL"
+_NEXT_SEQUENCE = "SELECT COALESCE(MAX(sequence_number), -1) + 1 FROM session_messages WHERE session_id = ?"
+_ADD_COST = (
+    "INSERT INTO session_costs (id, session_id, model, model_catalog_id, input_tokens, "
+    "output_tokens, cost_microcents, call_count, unpriced_calls, is_legacy, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) "
+    "ON CONFLICT (session_id, model, is_legacy) DO UPDATE SET "
+    "input_tokens = input_tokens + excluded.input_tokens, "
+    "output_tokens = output_tokens + excluded.output_tokens, "
+    "cost_microcents = cost_microcents + excluded.cost_microcents, "
+    "call_count = call_count + excluded.call_count, "
+    "unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
+    "model_catalog_id = COALESCE(excluded.model_catalog_id, model_catalog_id), "
+    "updated_at = excluded.updated_at"
+)
+_ADD_TOTALS = (
+    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
+    "total_output_tokens = total_output_tokens + ?, "
+    "total_cost_microcents = total_cost_microcents + ? WHERE id = ?"
+)
+_TITLE = "UPDATE agent_sessions SET title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+
+
+def check_live(db: sqlite3.Connection, session_id: str) -> None:
+    """Refuse a write to a missing or soft-deleted session (``StoreError("session_not_found")``)."""
+    if db.execute(_LIVE_SESSION, (session_id,)).fetchone() is None:
+        raise StoreError("session_not_found")
+
+
+def next_sequence(db: sqlite3.Connection, session_id: str) -> int:
+    """The session's next gap-free sequence number (``max + 1``), read inside the writing transaction."""
+    return int(db.execute(_NEXT_SEQUENCE, (session_id,)).fetchone()[0])
+
+
+def insert_message(db: sqlite3.Connection, message: SessionMessage, finish_reason: str | None) -> None:
+    db.execute(_INSERT_MESSAGE, message_row(message, finish_reason))
+
+
+def write_turn(
+    db: sqlite3.Connection, session_id: str, turn: CompletedTurn, title: str | None, now: int
+) -> tuple[SessionMessage, ...]:
+    """A completed turn's rows (user, structural, terminal: gap-free), its cost rows and totals, and the
+    title while the session has none; the messages as a load will return them."""
+    check_live(db, session_id)
+    stamp = iso_from_ms(now)
+    first = next_sequence(db, session_id)
+    last = len(turn.rows) - 1
+    stored = [
+        stored_message(
+            draft.to_message(
+                session_id=session_id,
+                sequence_number=first + offset,
+                message_id=str(uuid.uuid4()),
+                timestamp=stamp,
+            ),
+            turn.finish_reason if offset == last else None,
+        )
+        for offset, draft in enumerate(turn.rows)
+    ]
+    db.executemany(_INSERT_MESSAGE, [row for row, _message in stored])
+    for entry in turn.costs:
+        add_cost(db, session_id, entry, now)
+    db.execute(_TITLE, (title or derive_title(message_text(turn.user.content)), now, session_id))
+    return tuple(message for _row, message in stored)
+
+
+def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
+    """Add one cost entry to its ``(model, legacy)`` row and to the session's totals (one cost writer)."""
+    db.execute(
+        _ADD_COST,
+        (
+            str(uuid.uuid4()),
+            session_id,
+            entry.model,
+            entry.model_catalog_id,
+            entry.input_tokens,
+            entry.output_tokens,
+            entry.cost_microcents,
+            entry.call_count,
+            entry.unpriced_calls,
+            now,
+            now,
+        ),
+    )
+    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))
