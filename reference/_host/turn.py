@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
+from relavium_reference._host.joint_commit import DeferredResolution
 from relavium_reference._host.round_accounting import PendingResolution
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
@@ -159,6 +160,8 @@ class TurnProgress:
     priced_calls: int = 0
     accounting: PendingResolution | None = None
     """A tool round's usage write still in flight while its tools run (the session finishes it on abort)."""
+    deferred: DeferredResolution | None = None
+    """The final attempt's resolution, held back for the turn's commit (``TurnSetup.defer_final``)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,8 @@ class TurnSetup:
     automatic_compaction: bool = False
     recover: Recovery | None = None
     may_recover: Callable[[RecoveryFacts], bool] = may_recover
+    defer_final: bool = False
+    """The writer resolves the final attempt in the turn's commit (see ``joint_commit``)."""
 
 
 @dataclass(frozen=True)
@@ -440,7 +445,15 @@ async def _resolve(
     """Resolve the attempt's actual usage through the writer; a failed write latches at once."""
     if setup.usage is None:
         return None
-    record = UsageResolved(
+    try:
+        return await setup.usage.resolved(_resolution_record(model, attempt, usage))
+    except Exception:
+        _latch(setup, progress)
+        return None
+
+
+def _resolution_record(model: str, attempt: int, usage: Usage | None) -> UsageResolved:
+    return UsageResolved(
         attempt=attempt,
         purpose="turn",
         model=model,
@@ -448,11 +461,6 @@ async def _resolve(
         output_tokens=usage.output_tokens if usage else 0,
         reported=usage is not None,
     )
-    try:
-        return await setup.usage.resolved(record)
-    except Exception:
-        _latch(setup, progress)
-        return None
 
 
 async def _one_attempt(
@@ -512,10 +520,13 @@ async def _one_attempt(
                 _parse_args(calls[chunk.id])
         elif isinstance(chunk, StopChunk):
             progress.usage = progress.usage + chunk.usage
-            if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
+            final = chunk.stop_reason is not StopReason.TOOL_USE or not result.calls
+            if final:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-                await _account(setup, progress, model, chunk.usage, attempt_number)
-            elif setup.usage is None:
+            if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
+                record = _resolution_record(model, attempt_number, chunk.usage)
+                progress.deferred = DeferredResolution(record, chunk.usage, attempt_number)
+            elif final or setup.usage is None:
                 await _account(setup, progress, model, chunk.usage, attempt_number)
             else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
                 result.unaccounted = (chunk.usage, attempt_number)
