@@ -37,13 +37,19 @@ def register(subparsers: Any) -> None:
         help="also run every broken implementation as a subprocess over stdio (it must be caught on both)",
     )
     parser.add_argument(
+        "--every-case",
+        action="store_true",
+        help="run every case citing a broken implementation's clauses (full 'failed' lists); by default "
+        "its run stops once each clause it breaks has a proving failure (the same caught/proven verdicts)",
+    )
+    parser.add_argument(
         "-j",
         "--jobs",
         type=positive_count,
         default=os.cpu_count() or 1,
         metavar="N",
-        help="judge the broken implementations on N kit processes at once (default: the CPU count); "
-        "the verdicts are those of -j 1",
+        help="judge the reference, the broken implementations and the alternatives on N kit processes at "
+        "once, longest first (default: the CPU count); the verdicts are those of -j 1",
     )
     parser.add_argument(
         "--serve",
@@ -84,6 +90,7 @@ def _main(args: argparse.Namespace) -> int:
             include_misbehaviours=not args.no_misbehaviours,
             stdio=args.stdio,
             jobs=args.jobs,
+            every_case=args.every_case,
         )
     )
     caught = sum(v.caught for v in report.broken)
@@ -104,6 +111,7 @@ def _main(args: argparse.Namespace) -> int:
                     "clauses": list(v.clauses),
                     "cases": list(v.cases),
                     "failed": list(v.failed),
+                    "not_run": list(v.not_run),
                     "caught": v.caught,
                     "proven": list(v.proven),
                     "transports": list(v.transports),

@@ -40,9 +40,24 @@ def _open(schema: Any) -> Any:
     return schema
 
 
+_NARROWING = frozenset({"not", "oneOf", "if", "then", "else"})
+"""Keywords under which dropping ``additionalProperties: false`` could make a schema accept less."""
+
+
+def _monotone(schema: Any) -> bool:
+    """Whether opening ``schema`` (``_open``) only ever widens it: then an event the closed schema accepts
+    is accepted by the open one too, with no unknown field, and one validation says both."""
+    if isinstance(schema, dict):
+        return not (_NARROWING & schema.keys()) and all(_monotone(v) for v in schema.values())
+    if isinstance(schema, list):
+        return all(_monotone(item) for item in schema)
+    return True
+
+
 @cache
-def _arms() -> dict[str, tuple[Draft202012Validator, Draft202012Validator]]:
-    """Per event type: the open validator (failures) and the closed one (unknown fields)."""
+def _arms() -> tuple[dict[str, tuple[Draft202012Validator, Draft202012Validator]], bool]:
+    """Per event type: the open validator (failures) and the closed one (unknown fields); and whether
+    the arms are monotone (see :func:`_monotone`)."""
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
     arms: dict[str, tuple[Draft202012Validator, Draft202012Validator]] = {}
@@ -51,7 +66,7 @@ def _arms() -> dict[str, tuple[Draft202012Validator, Draft202012Validator]]:
         closed = {**definition, "$defs": defs}
         kind = definition["properties"]["type"]["const"]
         arms[kind] = (Draft202012Validator(_open(closed)), Draft202012Validator(closed))
-    return arms
+    return arms, _monotone(defs)
 
 
 def _unknown_fields(errors: Any) -> Iterator[tuple[Sequence[Any], list[str]]]:
@@ -84,7 +99,7 @@ def _difference(path: str, message: str, actual: Any = None) -> Difference:
 
 def check_event_shapes(events: Sequence[Any]) -> tuple[list[Difference], list[str]]:
     """The failures (missing, mistyped, out-of-enum fields) and the warnings (unknown fields)."""
-    arms = _arms()
+    arms, monotone = _arms()
     failures: list[Difference] = []
     warnings: dict[tuple[str, str], str] = {}  # (type, field path) -> the first such warning
     for index, event in enumerate(events):
@@ -97,6 +112,8 @@ def check_event_shapes(events: Sequence[Any]) -> tuple[list[Difference], list[st
             failures.append(_difference(f"events[{index}].type", "not a session event type", kind))
             continue
         opened, closed = pair
+        if monotone and closed.is_valid(event):
+            continue  # no failure (the open schema is wider) and no unknown field
         errors = sorted(opened.iter_errors(dict(event)), key=lambda e: list(map(str, e.path)))
         if not errors:
             for path, names in _unknown_fields(closed.iter_errors(dict(event))):

@@ -10,19 +10,32 @@ expected document elsewhere) and checks what any reader in any language relies o
   as booleans or numbers).
 
 Determinism (the same input gives byte-identical text) is checked by the caller, which exports twice.
+
+Every read of a text here is a pure function of the text, and the same texts come back case after case
+(the reference's text is the vector's ``expected_yaml``; a selftest runs each vector against the
+reference, the compliant alternatives and the broken implementations): so the reads are remembered by
+text (:func:`read_yaml_text`, :func:`workflow_refusal`, :func:`text_property_differences`), a few
+hundred at a time.  What they return is shared: callers only read it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from relavium_conformance._data import parse_yaml
 from relavium_conformance._report.results import Difference
+from relavium_reference import InvalidInputError
+from relavium_reference.export import parse_workflow
 
-__all__ = ["YAML11_LOOKALIKE", "text_property_differences"]
+__all__ = ["YAML11_LOOKALIKE", "read_yaml_text", "text_property_differences", "workflow_refusal"]
+
+_REMEMBERED = 256  # distinct texts kept per read (the export vectors make a few dozen)
 
 # Plain scalars a YAML 1.1 resolver reads as a boolean, null, integer, float or timestamp.
 YAML11_LOOKALIKE = re.compile(
@@ -55,14 +68,45 @@ def _walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
             yield from _walk(item, f"{path}[{index}]")
 
 
+@lru_cache(maxsize=_REMEMBERED)
+def _parsed(text: str) -> tuple[Any, Exception | None]:
+    try:
+        return parse_yaml(text), None
+    except Exception as exc:  # the parser raises many unrelated types for bad input
+        return None, exc
+
+
+def read_yaml_text(text: str) -> Any:
+    """``parse_yaml(text)``, remembered: raises what the parser raised. The data is shared: read only."""
+    data, problem = _parsed(text)
+    if problem is not None:
+        raise problem
+    return data
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def workflow_refusal(text: str) -> str | None:
+    """Why the engine's strict workflow reader refuses ``text`` (None: it accepts it), remembered."""
+    try:
+        parse_workflow(text)
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
 def text_property_differences(text: str, path: str) -> list[Difference]:
     """How ``text`` breaks the text properties (empty: it has them all); unreadable text is one."""
+    return list(_text_property_differences(text, path))
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def _text_property_differences(text: str, path: str) -> tuple[Difference, ...]:
     try:
         root = YAML(typ="safe", pure=True).compose(text)
     except Exception as exc:  # the composer raises many unrelated types for bad input
-        return [Difference(path=path, message=f"the YAML text cannot be read: {type(exc).__name__}")]
+        return (Difference(path=path, message=f"the YAML text cannot be read: {type(exc).__name__}"),)
     if root is None:
-        return [Difference(path=path, message="the YAML text holds no document")]
+        return (Difference(path=path, message="the YAML text holds no document"),)
     out: list[Difference] = []
     for where, node in _walk(root, path):
         if isinstance(node, MappingNode):
@@ -91,4 +135,4 @@ def text_property_differences(text: str, path: str) -> list[Difference]:
                     kit_defined=("KD-EXP-6",),
                 )
             )
-    return out
+    return tuple(out)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -28,10 +28,11 @@ from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._report.results import CaseResult
 from relavium_conformance._wire.adapters import Adapter, parse_hello
 
-__all__ = ["fork_available", "map_in_processes", "run_cases_parallel", "shards"]
+__all__ = ["fork_available", "map_in_processes", "map_in_processes_meanwhile", "run_cases_parallel", "shards"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+M = TypeVar("M")
 
 _FORKED: dict[str, Any] = {}  # what the parent hands its forked workers (read only in the child)
 
@@ -75,6 +76,38 @@ def map_in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int) 
             return list(pool.map(_call, range(len(items))))
     finally:
         _FORKED.clear()
+
+
+async def map_in_processes_meanwhile(
+    function: Callable[[T], R],
+    items: Sequence[T],
+    jobs: int,
+    meanwhile: Callable[[], Awaitable[M]],
+    *,
+    order: Sequence[int] | None = None,
+) -> tuple[list[R], M]:
+    """:func:`map_in_processes`, while ``meanwhile()`` runs in this process's event loop (work that
+    mostly waits, such as talking to subprocesses); the items are handed out in ``order`` (indexes;
+    default item order), the results come back in item order.
+
+    The workers are all forked before ``meanwhile`` starts (a fork while its threads or children are
+    running would copy them half-way).  One job, one item or no fork: the items run here, in order,
+    then ``meanwhile``."""
+    if jobs <= 1 or len(items) <= 1 or not fork_available():
+        return [function(item) for item in items], await meanwhile()
+    indexes = list(order) if order is not None else list(range(len(items)))
+    if sorted(indexes) != list(range(len(items))):
+        raise ValueError("order must name every item once")
+    _FORKED.update(function=function, items=items)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(min(jobs, len(items)), mp_context=context, initializer=_child_start) as pool:
+            futures = {index: pool.submit(_call, index) for index in indexes}  # the first forks them all
+            extra = await meanwhile()
+            results = [await asyncio.wrap_future(futures[index]) for index in range(len(items))]
+    finally:
+        _FORKED.clear()
+    return results, extra
 
 
 def _run_shard(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,16 +25,62 @@ from relavium_conformance._report.results import (
     CaseResult,
     CaseStatus,
     ImplementationInfo,
+    KitInfo,
     RunResult,
+    Summary,
     one_line,
 )
 from relavium_conformance._run.execute import CaseWorld, Observation, execute_case
 from relavium_conformance._run.vectors import execute_vector_case
-from relavium_conformance._wire.adapters import Adapter, StdioAdapter, WirePoint
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
-__all__ = ["RunInterrupted", "RunOutcome", "run_cases", "run_cases_sync"]
+__all__ = ["RunInterrupted", "RunOutcome", "SnapshotTexts", "run_cases", "run_cases_sync"]
+
+
+class SnapshotTexts(Mapping[str, str]):
+    """Case id -> the text of its observed snapshot, written only when asked for.
+
+    Most runs never read a snapshot's text (they compare the data, or none at all), and writing it
+    (sorted, indented JSON) costs about as much as a small case's judging; so the data is kept and the
+    text made on first access (then kept).  Pickles as its data (``-j N`` workers send it back)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any] | None] = {}  # None: the case could not run (text "")
+        self._texts: dict[str, str] = {}
+
+    def put(self, case_id: str, snapshot: dict[str, Any] | None) -> None:
+        self._data[case_id] = snapshot
+        self._texts.pop(case_id, None)
+
+    def update(self, other: SnapshotTexts) -> None:
+        for case_id, snapshot in other._data.items():
+            self.put(case_id, snapshot)
+
+    def __getitem__(self, case_id: str) -> str:
+        text = self._texts.get(case_id)
+        if text is None:
+            snapshot = self._data[case_id]
+            text = (
+                ""
+                if snapshot is None
+                else json.dumps(snapshot, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
+            self._texts[case_id] = text
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self._data}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._data, self._texts = state["data"], {}
 
 
 @dataclass
@@ -41,7 +88,7 @@ class RunOutcome:
     run: RunResult
     hello: HelloResult | None
     observations: dict[str, Observation] = field(default_factory=dict)
-    snapshots: dict[str, str] = field(default_factory=dict)
+    snapshots: SnapshotTexts = field(default_factory=SnapshotTexts)
     handshake_error: str | None = None
     #: Notes on processes the implementation left behind at the end of the run (the kit ended them).
     notes: list[str] = field(default_factory=list)
@@ -92,10 +139,17 @@ async def run_cases(
     snapshots: bool | None = None,
     first_handle: int = 1,
     maxfail: int | None = None,
+    stop: Callable[[Sequence[CaseResult]], bool] | None = None,
+    clause_table: bool = True,
 ) -> RunOutcome:
     """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
     Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
     ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's).
+    ``stop`` is asked after each case with the results that can no longer change (in-process all of
+    them; over a wire all but the newest, which the next case may still turn errored) and ends the run
+    there when it answers True (the rest are not run).  ``clause_table`` False leaves the run's
+    ``clauses`` empty (a selftest reads only the case results; the table costs a model per catalogue
+    clause, more than a small run's cases).
     Cancelled (Ctrl-C), it stops the implementation and raises :class:`RunInterrupted` with the
     results of the cases that finished."""
     started_at = datetime.now(UTC)
@@ -131,6 +185,8 @@ async def run_cases(
             bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
             if maxfail is not None and bad >= maxfail:
                 break
+            if stop is not None and stop(results if isinstance(adapter, InProcessAdapter) else results[:-1]):
+                break
     except asyncio.CancelledError:
         interrupted = True
     finally:
@@ -144,14 +200,26 @@ async def run_cases(
         language=hello.implementation.language if hello else None,
         capabilities=tuple(hello.capabilities) if hello else (),
     )
-    outcome.run = RunResult.build(
-        implementation=implementation,
-        cases=results,
-        catalogue=load_catalogue().clauses,
-        started_at=started_at,
-        duration_ms=(time.perf_counter() - clock) * 1000,
-        interrupted=interrupted,
-    )
+    if clause_table:
+        outcome.run = RunResult.build(
+            implementation=implementation,
+            cases=results,
+            catalogue=load_catalogue().clauses,
+            started_at=started_at,
+            duration_ms=(time.perf_counter() - clock) * 1000,
+            interrupted=interrupted,
+        )
+    else:
+        outcome.run = RunResult(
+            kit=KitInfo.current(),
+            implementation=implementation,
+            summary=Summary.of(results),
+            cases=tuple(results),
+            clauses=(),
+            started_at=started_at,
+            duration_ms=(time.perf_counter() - clock) * 1000,
+            interrupted=interrupted,
+        )
     if interrupted:
         task = asyncio.current_task()
         if task is not None:
@@ -208,7 +276,7 @@ class _Play:
             )
         self.broken_at = observed.broken_at
         self.outcome.observations[case.id] = observed
-        self.outcome.snapshots[case.id] = snapshot
+        self.outcome.snapshots.put(case.id, snapshot)
         return result
 
 

@@ -51,10 +51,13 @@ from relavium_conformance._corpus.vectors import (
     VectorCase,
     WorkflowIdVector,
 )
-from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
-from relavium_conformance._run.export_text import text_property_differences
+from relavium_conformance._run.export_text import (
+    read_yaml_text,
+    text_property_differences,
+    workflow_refusal,
+)
 from relavium_conformance._run.matching import jsonable, match, text_difference
 from relavium_conformance._wire.messages import (
     ExportWorkflowResult,
@@ -64,8 +67,6 @@ from relavium_conformance._wire.messages import (
 )
 from relavium_conformance._wire.model import kit_parse, shape_problem
 from relavium_conformance._wire.protocol import OperationError
-from relavium_reference import InvalidInputError
-from relavium_reference.export import parse_workflow
 
 if TYPE_CHECKING:
     from relavium_conformance._wire.adapters import Adapter
@@ -175,13 +176,10 @@ def _yaml_differences(vector: ExportVector, text: str) -> list[Difference]:
     path = f"{vector.name}.yaml"
     out: list[Difference] = []
     if vector.expected_yaml is not None:
-        out += exact_differences(parse_yaml(vector.expected_yaml), _read(text), f"{path}(as data)")
+        out += exact_differences(read_yaml_text(vector.expected_yaml), _read(text), f"{path}(as data)")
+    refusal = workflow_refusal(text)
     if vector.expected_parse_error is not None:
-        try:
-            parse_workflow(text)
-        except InvalidInputError:
-            pass
-        else:
+        if refusal is None:
             out.append(
                 Difference(
                     path=path,
@@ -190,22 +188,21 @@ def _yaml_differences(vector: ExportVector, text: str) -> list[Difference]:
                 )
             )
         try:
-            out += exact_differences(vector.expected_document, parse_yaml(text), f"{path}(read back)")
+            out += exact_differences(vector.expected_document, read_yaml_text(text), f"{path}(read back)")
         except Exception as exc:  # the parser raises many unrelated types for bad input
             out.append(Difference(path=path, message=f"the YAML text is not readable: {exc}"))
         return out
-    try:
-        parse_workflow(text)
-    except InvalidInputError as exc:
-        return [*out, Difference(path=path, message=f"the strict workflow reader refuses the text: {exc}")]
-    out += exact_differences(vector.expected_document, parse_yaml(text), f"{path}(read back)")
+    if refusal is not None:
+        message = f"the strict workflow reader refuses the text: {refusal}"
+        return [*out, Difference(path=path, message=message)]
+    out += exact_differences(vector.expected_document, read_yaml_text(text), f"{path}(read back)")
     out += text_property_differences(text, path)
     return out
 
 
 def _read(text: str) -> Any:
     try:
-        return parse_yaml(text)
+        return read_yaml_text(text)
     except Exception:  # unreadable text differs from any document; the read-back check says why
         return None
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._report.results import CaseStatus, RunResult
-from relavium_conformance._run.parallel import fork_available, map_in_processes
+from relavium_conformance._report.results import CaseResult, CaseStatus, RunResult
+from relavium_conformance._run.parallel import fork_available, map_in_processes_meanwhile
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
@@ -48,6 +48,9 @@ class BrokenVerdict:
     reference_failed: tuple[str, ...]
     proven: tuple[str, ...] = ()  # the broken clauses on which some failure was booked
     transports: tuple[str, ...] = ("in-process",)  # where it was caught (every one it was run on)
+    # citing cases left unrun on some transport: every broken clause already had a proving failure there
+    # (``failed`` then lists the failures among the cases run; ``caught`` and ``proven`` are unchanged)
+    not_run: tuple[str, ...] = ()
 
     @property
     def caught(self) -> bool:
@@ -63,6 +66,12 @@ class BrokenVerdict:
             return f"all {len(self.cases)} citing cases still pass"
         if not self.proven:
             return "its cases fail, but on other clauses than " + ", ".join(self.clauses)
+        if self.not_run:
+            ran = len(self.cases) - len(self.not_run)
+            return (
+                f"{len(self.failed)} of the {ran} citing cases run fail ({len(self.not_run)} more not run: "
+                "every clause it breaks already had a proving failure): " + ", ".join(self.failed)
+            )
         return f"{len(self.failed)} of {len(self.cases)} citing cases fail: " + ", ".join(self.failed)
 
 
@@ -129,13 +138,91 @@ def _citing(cases: Sequence[AnyCase], clauses: Sequence[str]) -> tuple[AnyCase, 
 async def _statuses(
     adapter: InProcessAdapter | StdioAdapter, cases: Sequence[AnyCase], timeout: float
 ) -> RunResult:
-    outcome = await run_cases(adapter, cases, timeout=timeout, snapshots=False)
+    outcome = await run_cases(adapter, cases, timeout=timeout, snapshots=False, clause_table=False)
     return outcome.run
 
 
 def serve_command(name: str) -> list[str]:
     """The command serving the broken implementation or alternative ``name`` over stdio."""
     return [sys.executable, "-m", "relavium_conformance", "selftest", "--serve", name]
+
+
+@dataclass(frozen=True)
+class _BrokenRuns:
+    """What a broken implementation's citing cases showed, before the reference's run is consulted."""
+
+    cases: tuple[str, ...]  # the citing case ids, sorted
+    failed: tuple[str, ...]
+    proven: tuple[str, ...]
+    transports: tuple[str, ...]
+    not_run: tuple[str, ...]
+
+
+def _until_proven(clauses: Sequence[str]) -> Callable[[Sequence[CaseResult]], bool]:
+    """True once the failures among ``results`` book every one of ``clauses``: further cases can add
+    failures, never a proof (``proven`` is at most ``clauses``), so a run may stop there."""
+    wanted = set(clauses)
+
+    def proven(results: Sequence[CaseResult]) -> bool:
+        booked: set[str] = set()
+        for result in results:
+            if result.status in (CaseStatus.FAILED, CaseStatus.ERRORED):
+                booked.update(result.booked_clauses())
+        return wanted <= booked
+
+    return proven
+
+
+async def _run_broken(
+    broken: BrokenImplementation, cases: Sequence[AnyCase], timeout: float, *, stdio: bool, every_case: bool
+) -> _BrokenRuns:
+    citing = _citing(cases, broken.clauses)
+    failed: tuple[str, ...] = ()
+    proven: set[str] = set(broken.clauses)
+    transports: list[str] = []
+    not_run: set[str] = set()
+    adapters: list[InProcessAdapter | StdioAdapter] = []
+    if citing:
+        adapters.append(InProcessAdapter(f"broken:{broken.name}", broken.factory()))
+        if stdio:
+            adapters.append(StdioAdapter(f"broken:{broken.name}", serve_command(broken.name)))
+    stop = None if every_case else _until_proven(broken.clauses)
+    for adapter in adapters:
+        outcome = await run_cases(
+            adapter, citing, timeout=timeout, snapshots=False, stop=stop, clause_table=False
+        )
+        run = outcome.run
+        failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
+        failed = tuple(dict.fromkeys([*failed, *(c.id for c in failures)]))
+        proven &= {clause for c in failures for clause in c.booked_clauses()}
+        transports.append("stdio" if isinstance(adapter, StdioAdapter) else "in-process")
+        not_run |= {c.id for c in citing} - {c.id for c in run.cases}
+    return _BrokenRuns(
+        cases=tuple(sorted({c.id for c in citing})),
+        failed=failed,
+        proven=tuple(sorted(proven)) if adapters else (),
+        transports=tuple(transports),
+        not_run=tuple(sorted(not_run)),
+    )
+
+
+def _broken_verdict(broken: BrokenImplementation, runs: _BrokenRuns, reference: RunResult) -> BrokenVerdict:
+    ids = set(runs.cases)
+    # a case the reference itself cannot run (an undeclared capability) proves nothing either way
+    reference_failed = tuple(
+        c.id for c in reference.cases if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
+    )
+    return BrokenVerdict(
+        name=broken.name,
+        rule=broken.rule,
+        clauses=broken.clauses,
+        cases=runs.cases,
+        failed=runs.failed,
+        reference_failed=reference_failed,
+        proven=runs.proven,
+        transports=runs.transports,
+        not_run=runs.not_run,
+    )
 
 
 async def check_broken(
@@ -145,48 +232,33 @@ async def check_broken(
     timeout: float,
     *,
     stdio: bool = False,
+    every_case: bool = False,
 ) -> BrokenVerdict:
     """Run the cases citing ``broken``'s clauses against it (in-process; with ``stdio`` also as a
     subprocess): caught when some of them fail on a broken clause, on every transport, while the
-    reference passes them all."""
-    citing = _citing(cases, broken.clauses)
-    failed: tuple[str, ...] = ()
-    proven: set[str] = set(broken.clauses)
-    transports: list[str] = []
-    adapters: list[InProcessAdapter | StdioAdapter] = []
-    if citing:
-        adapters.append(InProcessAdapter(f"broken:{broken.name}", broken.factory()))
-        if stdio:
-            adapters.append(StdioAdapter(f"broken:{broken.name}", serve_command(broken.name)))
-    for adapter in adapters:
-        run = await _statuses(adapter, citing, timeout)
-        failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
-        failed = tuple(dict.fromkeys([*failed, *(c.id for c in failures)]))
-        proven &= {clause for c in failures for clause in c.booked_clauses()}
-        transports.append("stdio" if isinstance(adapter, StdioAdapter) else "in-process")
-    ids = {c.id for c in citing}
-    # a case the reference itself cannot run (an undeclared capability) proves nothing either way
-    reference_failed = tuple(
-        c.id for c in reference.cases if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
-    )
-    return BrokenVerdict(
-        name=broken.name,
-        rule=broken.rule,
-        clauses=broken.clauses,
-        cases=tuple(sorted(ids)),
-        failed=failed,
-        reference_failed=reference_failed,
-        proven=tuple(sorted(proven)) if adapters else (),
-        transports=tuple(transports),
-    )
+    reference passes them all.  A transport's run stops once every broken clause has a proving
+    failure (the rest are ``not_run``), unless ``every_case``."""
+    runs = await _run_broken(broken, cases, timeout, stdio=stdio, every_case=every_case)
+    return _broken_verdict(broken, runs, reference)
 
 
 async def check_alternative(
     alternative: CompliantAlternative, cases: Sequence[AnyCase], reference: RunResult, timeout: float
 ) -> AlternativeVerdict:
     """Run the whole corpus against ``alternative``: whatever the reference passes, it must pass."""
+    return _alternative_verdict(alternative, await _run_alternative(alternative, cases, timeout), reference)
+
+
+async def _run_alternative(
+    alternative: CompliantAlternative, cases: Sequence[AnyCase], timeout: float
+) -> RunResult:
     adapter = InProcessAdapter(f"alternative:{alternative.name}", alternative.factory())
-    run = await _statuses(adapter, cases, timeout)
+    return await _statuses(adapter, cases, timeout)
+
+
+def _alternative_verdict(
+    alternative: CompliantAlternative, run: RunResult, reference: RunResult
+) -> AlternativeVerdict:
     passing = {c.id for c in reference.cases if c.status is CaseStatus.PASSED}
     failed = tuple(c.id for c in run.cases if c.id in passing and c.status is not CaseStatus.PASSED)
     return AlternativeVerdict(
@@ -246,86 +318,100 @@ async def run_selftest(
     include_alternatives: bool = True,
     stdio: bool = False,
     jobs: int = 1,
+    every_case: bool = False,
 ) -> SelftestReport:
-    """``jobs`` above 1 judges the broken implementations on that many forked kit processes
-    (:mod:`relavium_conformance._run.parallel`): the same verdicts, in the same order."""
-    cases = load_cases()
-    reference = await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
-    report = SelftestReport()
-
-    def judge(broken: BrokenImplementation) -> BrokenVerdict:
-        return asyncio.run(check_broken(broken, cases, reference, timeout, stdio=stdio))
-
+    """Judge every broken implementation, compliant alternative, the store profile's breaks and the
+    misbehaving programs.  ``jobs`` above 1 spreads the reference run, the broken implementations, the
+    alternatives and the store selftest over that many forked kit processes
+    (:mod:`relavium_conformance._run.parallel`), the longest first, while the misbehaving programs
+    (which mostly wait on their subprocesses) run in this process: the same verdicts, in the same order,
+    reported once all are in.  ``every_case`` runs every citing case of each broken implementation
+    (the full ``failed`` lists) instead of stopping once each clause it breaks has a proving failure."""
     from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 
-    parallel = jobs > 1 and fork_available()
-    if parallel:
-        verdicts = map_in_processes(judge, BROKEN_IMPLEMENTATIONS, jobs)
-    else:
-        verdicts = [
-            await check_broken(b, cases, reference, timeout, stdio=stdio) for b in BROKEN_IMPLEMENTATIONS
-        ]
-    for broken, verdict in zip(BROKEN_IMPLEMENTATIONS, verdicts, strict=True):
-        report.broken.append(verdict)
-        if on_progress:
-            on_progress(f"{'caught' if verdict.caught else 'MISSED'}  {broken.name}: {verdict.explanation}")
+    cases = load_cases()
     sending = [
         c
         for c in cases
         if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
     ][:2]
-    later: list[_Later] = [
-        *(
-            ("alternative", alternative)
-            for alternative in (COMPLIANT_ALTERNATIVES if include_alternatives else ())
-        ),
+    work: list[_Work] = [
+        ("reference", None),
+        *(("broken", broken) for broken in BROKEN_IMPLEMENTATIONS),
+        *(("alternative", alt) for alt in (COMPLIANT_ALTERNATIVES if include_alternatives else ())),
         ("store", None),
-        *(("misbehaviour", mode) for mode in (MISBEHAVIOURS if include_misbehaviours else ())),
     ]
+    modes = tuple(MISBEHAVIOURS if include_misbehaviours else ())
+    report = SelftestReport()
 
-    def check(item: _Later) -> Any:
-        return _check_later(item, cases, reference, timeout, misbehaviour_timeout, sending)
+    async def do(item: _Work) -> Any:
+        return await _do(item, cases, timeout, stdio=stdio, every_case=every_case)
 
-    if parallel:  # the same checks, each in a forked process of its own; reported in this order
-        outcomes = map_in_processes(lambda item: asyncio.run(check(item)), later, jobs)
-    else:
-        outcomes = [await check(item) for item in later]
-    for (kind, _what), outcome in zip(later, outcomes, strict=True):
-        _record(report, kind, outcome, on_progress)
+    async def misbehaving() -> list[MisbehaviourVerdict]:
+        return [await check_misbehaviour(mode, sending, misbehaviour_timeout) for mode in modes]
+
+    if jobs > 1 and fork_available():
+        order = sorted(range(len(work)), key=lambda index: -_weight(work[index], cases))
+        outcomes, misbehaviours = await map_in_processes_meanwhile(
+            lambda item: asyncio.run(do(item)), work, jobs, misbehaving, order=order
+        )
+        reference = outcomes[0]
+        for item, outcome in zip(work[1:], outcomes[1:], strict=True):
+            _record(report, item, outcome, reference, on_progress)
+    else:  # one process: reported as each is judged
+        reference = await do(work[0])
+        for item in work[1:]:
+            _record(report, item, await do(item), reference, on_progress)
+        misbehaviours = await misbehaving()
+    for verdict in misbehaviours:
+        _record(report, ("misbehaviour", verdict.mode), verdict, reference, on_progress)
     return report
 
 
-_Later = tuple[str, Any]
-"""One check after the broken implementations: a compliant alternative, the store profile's own
-selftest (one item) or a misbehaving program."""
+_Work = tuple[str, Any]
+"""One piece of the selftest: the reference run, a broken implementation, a compliant alternative, the
+store profile's own selftest (one item) or (recorded only) a misbehaving program's verdict."""
 
 
-async def _check_later(
-    item: _Later,
-    cases: Sequence[AnyCase],
-    reference: RunResult,
-    timeout: float,
-    misbehaviour_timeout: float,
-    sending: Sequence[AnyCase],
-) -> Any:
+def _weight(item: _Work, cases: Sequence[AnyCase]) -> int:
+    """A rough cost of ``item`` in cases run (the scheduling order only: verdicts do not depend on it)."""
+    kind, what = item
+    if kind == "broken":
+        return len(_citing(cases, what.clauses))
+    return len(cases) if kind in ("reference", "alternative") else len(cases) // 3
+
+
+async def _do(item: _Work, cases: Sequence[AnyCase], timeout: float, *, stdio: bool, every_case: bool) -> Any:
     from relavium_conformance._selftest.store_proofs import run_store_selftest
 
     kind, what = item
+    if kind == "reference":
+        return await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
+    if kind == "broken":
+        return await _run_broken(what, cases, timeout, stdio=stdio, every_case=every_case)
     if kind == "alternative":
-        return await check_alternative(what, cases, reference, timeout)
-    if kind == "store":
-        return (await run_store_selftest(timeout=timeout)).broken
-    return await check_misbehaviour(what, sending, misbehaviour_timeout)
+        return await _run_alternative(what, cases, timeout)
+    return (await run_store_selftest(timeout=timeout)).broken
 
 
 def _record(
-    report: SelftestReport, kind: str, outcome: Any, on_progress: Callable[[str], None] | None
+    report: SelftestReport,
+    item: _Work,
+    outcome: Any,
+    reference: RunResult,
+    on_progress: Callable[[str], None] | None,
 ) -> None:
-    if kind == "alternative":
-        report.alternatives.append(outcome)
+    kind, what = item
+    if kind == "broken":
+        verdict = _broken_verdict(what, outcome, reference)
+        report.broken.append(verdict)
+        lines = [f"{'caught' if verdict.caught else 'MISSED'}  {verdict.name}: {verdict.explanation}"]
+    elif kind == "alternative":
+        accepted = _alternative_verdict(what, outcome, reference)
+        report.alternatives.append(accepted)
         lines = [
-            f"{'accepted' if outcome.accepted else 'REFUSED'}  compliant alternative {outcome.name}: "
-            f"{outcome.explanation}"
+            f"{'accepted' if accepted.accepted else 'REFUSED'}  compliant alternative {accepted.name}: "
+            f"{accepted.explanation}"
         ]
     elif kind == "store":
         report.broken.extend(outcome)
