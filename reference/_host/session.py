@@ -317,6 +317,7 @@ class AgentSession(SessionAutoCompaction):
             self._turn_task = asyncio.create_task(self._turn_body(text, policy, progress))  # pre-send, turn
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
+            await self._finish_round_accounting(progress)
             if task.cancelled() or self._interrupt is not None:
                 await self._record_uncommitted_cost(progress)
                 return await self._settle_interrupted(progress)
@@ -342,6 +343,8 @@ class AgentSession(SessionAutoCompaction):
             return settled
         finally:
             self._progress = None
+            if progress.accounting is not None:  # our caller was cancelled: abandon the round's write
+                progress.accounting.abandon()
             if self._turn_task is not None and not self._turn_task.done():
                 self._turn_task.cancel()  # our caller was cancelled: do not leave the turn running
             self._turn_task = None
@@ -576,6 +579,19 @@ class AgentSession(SessionAutoCompaction):
             await publish_joint(deferred, settled, self._stamper, node_id=self.agent_ref)
         return True
 
+    async def _finish_round_accounting(self, progress: TurnProgress) -> None:
+        """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
+        usage write in flight: an abort waits for it and publishes its cost, a cancel abandons it."""
+        pending, progress.accounting = progress.accounting, None
+        if pending is None:
+            return
+        if self._interrupt == "cancel":
+            pending.abandon()
+            return
+        try:
+            await pending.finish()
+        except Exception:  # the sink that already ended this turn failed again: the cost row still follows
+            return
     def _joint(self) -> JointWriter | None:
         """The writer when it may commit a turn with its last resolution (asked once per writer)."""
         writer = self._usage.writer
