@@ -62,6 +62,7 @@ __all__ = [
     "EventHook",
     "HoldStep",
     "OpStep",
+    "Ordered",
     "ProviderErrorStep",
     "ProviderStep",
     "ToolAnswer",
@@ -203,7 +204,20 @@ ProviderStep = Annotated[
 ]
 
 
-class ToolAnswer(KitStrict):
+SignalName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
+
+
+class Ordered(KitStrict):
+    """Named signals ordering one answer after another callback (``_run/signals.py``): ``signal`` is
+    raised when the callback arrives, ``then`` when its answer is ready, ``after`` holds the answer
+    until the named signal was raised."""
+
+    signal: SignalName | None = None
+    then: SignalName | None = None
+    after: SignalName | None = None
+
+
+class ToolAnswer(Ordered):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     text: str = ""
@@ -212,7 +226,7 @@ class ToolAnswer(KitStrict):
     hold: bool = False
 
 
-class ApprovalStep(KitStrict):
+class ApprovalStep(Ordered):
     approve: bool = False
     do: DoAction | None = None
     hold: bool = False
@@ -307,7 +321,7 @@ class AdmitAnswer(KitStrict):
     do: DoAction | None = None
 
 
-class UsageAnswer(KitStrict):
+class UsageAnswer(Ordered):
     """How the kit's usage writer answers one ``host.usage`` call of its phase (default: acknowledge).
 
     For ``resolved``, ``cost_microcents`` and ``priced`` are the attempt's money (default 0, unpriced);
@@ -435,6 +449,11 @@ class Case(KitStrict):
             isinstance(step, DoStep | HoldStep) for call in self.provider for step in call
         ):
             raise ValueError("a wire case plays its streams without do or hold steps (no timing)")
+        ordered = [*self.tools, *self.approvals, *self.usage.open, *self.usage.pending, *self.usage.resolved]
+        raised = {n for a in ordered if isinstance(a, Ordered) for n in (a.signal, a.then) if n}
+        awaited = {a.after for a in ordered if isinstance(a, Ordered) and a.after}
+        if awaited - raised:
+            raise ValueError(f"after names a signal no answer raises: {', '.join(sorted(awaited - raised))}")
         return self
 
     @model_validator(mode="after")

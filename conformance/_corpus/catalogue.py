@@ -69,6 +69,7 @@ Capability = Literal[
     "session-store",
     "wire",
     "request-edits",
+    "overlapped-usage",
 ]
 STATUSES: tuple[str, ...] = ("testable", "kit-defined", "host-specific", "informative")
 CAPABILITIES: tuple[str, ...] = get_args(Capability)

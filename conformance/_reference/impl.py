@@ -118,6 +118,7 @@ REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "compaction",
     "wire",
     "request-edits",
+    "overlapped-usage",
 )
 
 _CHUNK = TypeAdapter(StreamChunk)

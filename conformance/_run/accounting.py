@@ -35,8 +35,8 @@ __all__ = ["AccountingWorld"]
 
 
 class AccountingWorld:
-    """Mixed into the case world; needs its ``case``, ``observed``, ``create_params``, ``_hold`` and
-    ``perform_together``."""
+    """Mixed into the case world; needs its ``case``, ``observed``, ``create_params``, ``_hold``,
+    ``perform_together`` and the signals (``_run/signals.py``)."""
 
     if TYPE_CHECKING:
         case: Case
@@ -50,6 +50,10 @@ class AccountingWorld:
         async def _hold(self) -> None: ...
 
         async def perform_together(self, ops: list[OpStep]) -> None: ...
+
+        def raise_signal(self, name: str | None) -> None: ...
+
+        async def wait_signal(self, name: str | None) -> None: ...
 
     def _init_accounting(self) -> None:
         self._admit_answers: Iterator[AdmitAnswer] = iter(self.case.admissions)
@@ -116,10 +120,13 @@ class AccountingWorld:
         record = params.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"handle"})
         self.observed.usage.append(record)
         answer = next(self._usage_answers[params.phase], None) or UsageAnswer()
+        self.raise_signal(answer.signal)
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
             await self._hold()
+        await self.wait_signal(answer.after)
+        self.raise_signal(answer.then)
         if answer.fail:
             raise RpcError(-32000, f"kit: the usage writer failed its {params.phase} write (scripted)")
         out: dict[str, Any] = {}

@@ -39,6 +39,7 @@ from relavium_conformance._run.compaction_world import CompactionWorld, compacti
 from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
 from relavium_conformance._run.matching import jsonable, match, normalise
+from relavium_conformance._run.signals import SignalWorld
 from relavium_conformance._run.turns import failed_commit, failed_sink, refused_turn, turn_problem, turn_rows
 from relavium_conformance._run.wire_server import WireServer, start_wire, stop_wire
 from relavium_conformance._wire.adapters import Adapter, WirePoint
@@ -136,7 +137,7 @@ class _Book:
     create_params: dict[str, Any] = field(default_factory=dict)
 
 
-class CaseWorld(CompactionWorld, AccountingWorld):
+class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
     """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``)."""
 
     def __init__(
@@ -169,6 +170,7 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
         self.init_compaction()
         self._init_accounting()
+        self.init_signals()
 
     # -- the case's sessions: each callback and each step acts on one -----------------------------
 
@@ -392,10 +394,13 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         answer = next(self._tools, None)
         if answer is None:
             return {"text": f"result of {params.name}", "isError": False}
+        self.raise_signal(answer.signal)
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
             await self._hold()
+        await self.wait_signal(answer.after)
+        self.raise_signal(answer.then)
         return {"text": answer.text, "isError": answer.is_error}
 
     async def on_host_confirm(self, params: HostConfirmParams) -> dict[str, Any]:
@@ -406,10 +411,13 @@ class CaseWorld(CompactionWorld, AccountingWorld):
         if answer is None:
             return {"approved": False}
         step = answer if isinstance(answer, ApprovalStep) else ApprovalStep(approve=answer)
+        self.raise_signal(step.signal)
         if step.do is not None:
             await self.perform_together(as_ops(step.do))
         if step.hold:
             await self._hold()
+        await self.wait_signal(step.after)
+        self.raise_signal(step.then)
         return {"approved": step.approve}
 
     async def on_host_emit(self, params: HostEmitParams) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from relavium_reference._model.events import (
 from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionFailed
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import WireModel
+from relavium_reference._model.tools import Tool, ToolCallInfo, ToolOutput, ToolRegistry
 from relavium_reference._model.vocabulary import ErrorCode
 from relavium_reference._rules.lifecycle import SessionState
 
@@ -171,7 +172,42 @@ class _AfterTurnRefusalFailsTheTurn(AgentSession):
         return result.model_copy(update={"status": "failed", "text": None, "error": error})
 
 
+class _DropsOutcomeAfterLatch:
+    """A tool whose outcome is thrown away when the session latched while it ran."""
+
+    def __init__(self, tool: Tool, latched: Callable[[], bool]) -> None:
+        self._tool = tool
+        self._latched = latched
+        self.name, self.description, self.parameters = tool.name, tool.description, tool.parameters
+        self.action = tool.action
+
+    def preview(self, args: Any) -> dict[str, str]:
+        return self._tool.preview(args)
+
+    async def run(self, args: Any, call: ToolCallInfo) -> ToolOutput:
+        output = await self._tool.run(args, call)
+        if self._latched():
+            return ToolOutput("the session stopped after a failed save", is_error=True)
+        return output
+
+
+class _StartedToolDroppedAfterLatch(AgentSession):
+    """Once a failed write latched the session, a tool that was already running cannot record its outcome."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        tools = (setup.registry.get(name) for name in setup.registry.names())
+        registry = ToolRegistry(_DropsOutcomeAfterLatch(t, setup.latched) for t in tools if t is not None)
+        return replace(setup, registry=registry)
+
+
 BUDGET_BREAKS_2: tuple[BrokenImplementation, ...] = (
+    BrokenImplementation(
+        "started-tool-dropped-after-latch",
+        "a tool already running when a usage write fails has its outcome replaced by the latch's refusal",
+        ("AS-MSG-020",),
+        _StartedToolDroppedAfterLatch,
+    ),
     BrokenImplementation(
         "commit-cost-not-the-writers",
         "the committed turn and a failed turn's cost record carry the engine's own zero money, "

@@ -16,9 +16,11 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction import CompactionReport
+from relavium_reference._host.joint_commit import JointWriter, joint_writer, publish_joint, settle_deferred
 from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import PersistError, ReleasesWriter, completed_turn
 from relavium_reference._host.session_deps import (
@@ -135,6 +137,7 @@ class AgentSession(SessionAutoCompaction):
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
         self.session_id = session_id or deps.new_id()
         self._writer = host_usage_writer(deps.usage_writer, deps.persister, self.session_id, deps.prices)
+        self._joint_of: tuple[UsageWriter | None, JointWriter | None] | None = None
         self._usage = SessionUsage(self._writer, basis="fresh")
         self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
@@ -314,6 +317,7 @@ class AgentSession(SessionAutoCompaction):
             self._turn_task = asyncio.create_task(self._turn_body(text, policy, progress))  # pre-send, turn
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
+            await self._finish_round_accounting(progress)
             if task.cancelled() or self._interrupt is not None:
                 await self._record_uncommitted_cost(progress)
                 return await self._settle_interrupted(progress)
@@ -339,6 +343,8 @@ class AgentSession(SessionAutoCompaction):
             return settled
         finally:
             self._progress = None
+            if progress.accounting is not None:  # our caller was cancelled: abandon the round's write
+                progress.accounting.abandon()
             if self._turn_task is not None and not self._turn_task.done():
                 self._turn_task.cancel()  # our caller was cancelled: do not leave the turn running
             self._turn_task = None
@@ -500,6 +506,7 @@ class AgentSession(SessionAutoCompaction):
             latch=lambda: setattr(self, "_latched", True),
             automatic_compaction=automatic_compaction_allowed(self._memory),
             recover=lambda current: recover_overflow(self, current),
+            defer_final=self._joint() is not None,
         )
 
     def _record(self) -> AgentSessionRecord:
@@ -540,7 +547,14 @@ class AgentSession(SessionAutoCompaction):
             return True
         names = {entry.tool_call_id: entry.name for entry in progress.tool_history}
         stop = end.stop_reason.value
+        deferred, progress.deferred = progress.deferred, None
+        joint = self._joint() if deferred else None
+        before = progress.cost_microcents, progress.priced_calls
         try:
+            if deferred is not None and joint is not None:  # the turn's cost row carries the attempt's money
+                cost, priced = joint.settlement(deferred.record)
+                progress.cost_microcents += cost
+                progress.priced_calls += int(priced)
             turn = completed_turn(
                 user_text=text,
                 final_text=end.text or "",
@@ -550,15 +564,60 @@ class AgentSession(SessionAutoCompaction):
                 finish_reason=stop if stop in TERMINAL_FINISH_REASONS else "stop",
                 costs=self._costs(progress),
             )
-            await persister.commit_turn(self.session_id, turn)
+            if deferred is not None and joint is not None:
+                settled = await joint.resolved_with_turn(turn, deferred.record)  # one transaction
+            else:
+                await persister.commit_turn(self.session_id, turn)
         except Exception as failure:  # a PersistError is classified; anything else is raw (KD-MSG-6)
             self._latched = True
             self._raw_commit_failure = None if isinstance(failure, PersistError) else failure
+            progress.cost_microcents, progress.priced_calls = before
+            progress.deferred = deferred
+            await self._settle_deferred(progress)  # the turn is refused, but the attempt was billed
             return False
+        if deferred is not None and joint is not None and self._interrupt != "cancel":
+            await publish_joint(deferred, settled, self._stamper, node_id=self.agent_ref)
         return True
+
+    async def _finish_round_accounting(self, progress: TurnProgress) -> None:
+        """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
+        usage write in flight: an abort waits for it and publishes its cost, a cancel abandons it."""
+        pending, progress.accounting = progress.accounting, None
+        if pending is None:
+            return
+        if self._interrupt == "cancel":
+            pending.abandon()
+            return
+        try:
+            await pending.finish()
+        except Exception:  # the sink that already ended this turn failed again: the cost row still follows
+            return
+    def _joint(self) -> JointWriter | None:
+        """The writer when it may commit a turn with its last resolution (asked once per writer)."""
+        writer = self._usage.writer
+        if self._joint_of is None or self._joint_of[0] is not writer:
+            self._joint_of = (writer, joint_writer(self._deps.usage_writer, writer, self._deps.persister))
+        return self._joint_of[1]
+
+    async def _settle_deferred(self, progress: TurnProgress) -> None:
+        """Resolve a held-back final attempt on its own (a path that commits no turn); a failure latches."""
+        deferred, progress.deferred = progress.deferred, None
+        writer = self._usage.writer
+        if deferred is None or writer is None:
+            return
+        publish = self._interrupt != "cancel"
+        settled = await settle_deferred(
+            deferred, writer, self._stamper, node_id=self.agent_ref, publish=publish
+        )
+        if settled is None:
+            self._latched = True
+            return
+        progress.cost_microcents += settled.cost_microcents
+        progress.priced_calls += int(settled.priced)
 
     async def _record_uncommitted_cost(self, progress: TurnProgress) -> None:
         """Errors and aborts commit no transcript, but what they spent is recorded."""
+        await self._settle_deferred(progress)
         persister = self._deps.persister
         if persister is None:
             return

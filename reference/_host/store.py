@@ -461,16 +461,33 @@ class SessionStore:
         row has none.  On any failure the transaction rolls back and :class:`PersistError` is
         raised (its ``__cause__`` is the underlying error); the database is unchanged.
         """
+        return self.commit_turn_with(session_id, turn, _nothing, title=title)[0]
+
+    def commit_turn_with(
+        self,
+        session_id: str,
+        turn: CompletedTurn,
+        action: Callable[[sqlite3.Connection, int], T],
+        *,
+        title: str | None = None,
+    ) -> tuple[tuple[SessionMessage, ...], T]:
+        """:meth:`commit_turn` with ``action(db, now_ms)`` run first in the same transaction.
+
+        The usage writer's resolution of the turn's last attempt rides here (KD-USE-1): the ledger row,
+        the turn's rows, its cost and the totals commit together or not at all.  Any failure, the
+        action's included, rolls everything back and raises :class:`PersistError`.
+        """
         if not isinstance(turn, CompletedTurn):
             raise InvalidInputError("commit_turn needs a CompletedTurn", location="turn")
         try:
             now = self._now_ms()
             self._lease(session_id)
             with self._transaction() as db:
+                done = action(db, now)
                 committed = write_turn(db, session_id, turn, title, now)
         except (sqlite3.Error, StoreError, ValidationError, InvalidInputError) as exc:
             raise PersistError("the completed turn could not be committed") from exc
-        return committed
+        return committed, done
 
     def append_marker(
         self,
@@ -586,6 +603,10 @@ _TABLE_COLUMNS = {
         ]
     ),
 }
+
+
+def _nothing(_db: sqlite3.Connection, _now: int) -> None:
+    return None
 
 
 def _check_history_schema(connection: sqlite3.Connection) -> None:

@@ -16,6 +16,10 @@ coverage always together (AS-USE-006, AS-USE-010).
   cost record of a failed or aborted turn) holds what the transcript's turns spent.  A commit that fails
   leaves both as they were before it; the attempt's resolution stays in the ledger, which is what a
   resumed instance adopts.
+* A turn's final attempt is resolved in the turn's own commit (:meth:`SqliteUsageWriter.resolved_with_turn`,
+  see ``_host/joint_commit``): the ledger row, the turn's rows, its cost row and the totals in one
+  transaction.  When that commit fails it rolls back whole, and the session then resolves the billed
+  attempt on its own, so the sentence above still holds.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from relavium_reference._model.budget import (
@@ -39,6 +43,7 @@ from relavium_reference._model.errors import PersistError
 
 if TYPE_CHECKING:
     from relavium_reference._host.store import SessionStore
+    from relavium_reference._model.records import CompletedTurn
 
 __all__ = ["USAGE_SCHEMA", "SqliteUsageWriter", "usage_totals"]
 
@@ -132,16 +137,40 @@ class SqliteUsageWriter:
         self._store.usage_write(self._session_id, write)
         self._open_row = row_id
 
-    def _resolved(self, record: UsageResolved) -> UsageSettled:
+    @property
+    def store(self) -> SessionStore:
+        return self._store
+
+    def settlement(self, record: UsageResolved) -> tuple[int, bool]:
+        """The money a resolution of ``record`` answers, ``(cost_microcents, priced)``: no I/O."""
         price = self._prices.get(record.model)
         priced = record.reported and price is not None
-        cost = price.cost(record.input_tokens, record.output_tokens) if priced and price else 0
+        return (price.cost(record.input_tokens, record.output_tokens) if priced and price else 0), priced
+
+    async def resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
+        """Resolve ``record`` and commit ``turn`` in one transaction (one handoff, one durable commit)."""
+        return await asyncio.to_thread(self._resolved_with_turn, turn, record)
+
+    def _resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
+        _messages, settled = self._store.commit_turn_with(self._session_id, turn, self._resolution(record))
+        self._open_row = None
+        return settled
+
+    def _resolved(self, record: UsageResolved) -> UsageSettled:
+        settled = self._store.usage_write(self._session_id, self._resolution(record))
+        self._open_row = None
+        return settled
+
+    def _resolution(self, record: UsageResolved) -> Callable[[sqlite3.Connection, int], UsageSettled]:
+        """The write that turns the acknowledged pending row ``resolved`` (or ``unknown``), and reads the
+        totals back in the same transaction.  The row stays this writer's open one until that commits."""
+        cost, priced = self.settlement(record)
         state = "resolved" if record.reported else "unknown"
-        row_id, self._open_row = self._open_row, None
+        row_id = self._open_row
         if row_id is None:
             raise PersistError("a resolution needs its acknowledged pending record")
 
-        def write(db: sqlite3.Connection, now: int) -> UsageTotals:
+        def write(db: sqlite3.Connection, now: int) -> UsageSettled:
             changed = db.execute(
                 "UPDATE session_usage SET state = ?, input_tokens = ?, output_tokens = ?, "
                 "cost_microcents = ?, priced = ?, updated_at = ? WHERE id = ? AND state = 'pending'",
@@ -149,7 +178,7 @@ class SqliteUsageWriter:
             ).rowcount
             if changed != 1:
                 raise PersistError("the pending usage record is gone")
-            return usage_totals(db, self._session_id)
+            totals = usage_totals(db, self._session_id)
+            return UsageSettled(cost_microcents=cost, priced=priced, totals=totals)
 
-        totals = self._store.usage_write(self._session_id, write)
-        return UsageSettled(cost_microcents=cost, priced=priced, totals=totals)
+        return write

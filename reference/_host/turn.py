@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
+from relavium_reference._host.joint_commit import DeferredResolution
+from relavium_reference._host.round_accounting import PendingResolution
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
 from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
@@ -156,6 +158,10 @@ class TurnProgress:
     cost_microcents: int = 0
     """The money the usage writer answered for this turn's attempts (the persisted cost row carries it)."""
     priced_calls: int = 0
+    accounting: PendingResolution | None = None
+    """A tool round's usage write still in flight while its tools run (the session finishes it on abort)."""
+    deferred: DeferredResolution | None = None
+    """The final attempt's resolution, held back for the turn's commit (``TurnSetup.defer_final``)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,8 @@ class TurnSetup:
     automatic_compaction: bool = False
     recover: Recovery | None = None
     may_recover: Callable[[RecoveryFacts], bool] = may_recover
+    defer_final: bool = False
+    """The writer resolves the final attempt in the turn's commit (see ``joint_commit``)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +249,8 @@ class _Round:
     error: LlmError | None = None
     model: str = ""
     provider: ProviderId | None = None
+    unaccounted: tuple[Usage, int] | None = None
+    """A tool-use attempt whose usage is resolved alongside its round's dispatch: (usage, attempt)."""
 
 
 class _Failed(Exception):
@@ -279,10 +289,14 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
             return recovery
         if result.stop_reason is StopReason.TOOL_USE and result.calls:
             if rounds_done >= setup.max_tool_turns:
+                _account_round(setup, progress, result)
+                await _finish_accounting(progress)
                 return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
             rounds_done += 1
             progress.rounds_provider = result.provider
+            _account_round(setup, progress, result)  # the write runs while the round's tools do
             round_messages.extend(await _dispatch_round(setup, progress, result, rounds_done))
+            await _finish_accounting(progress)  # the next call waits for it; its cost is published here
             continue
         progress.resolved = True
         if progress.latched:  # the reply is in, but its accounting failed: a fixed internal terminal
@@ -431,7 +445,15 @@ async def _resolve(
     """Resolve the attempt's actual usage through the writer; a failed write latches at once."""
     if setup.usage is None:
         return None
-    record = UsageResolved(
+    try:
+        return await setup.usage.resolved(_resolution_record(model, attempt, usage))
+    except Exception:
+        _latch(setup, progress)
+        return None
+
+
+def _resolution_record(model: str, attempt: int, usage: Usage | None) -> UsageResolved:
+    return UsageResolved(
         attempt=attempt,
         purpose="turn",
         model=model,
@@ -439,11 +461,6 @@ async def _resolve(
         output_tokens=usage.output_tokens if usage else 0,
         reported=usage is not None,
     )
-    try:
-        return await setup.usage.resolved(record)
-    except Exception:
-        _latch(setup, progress)
-        return None
 
 
 async def _one_attempt(
@@ -503,9 +520,16 @@ async def _one_attempt(
                 _parse_args(calls[chunk.id])
         elif isinstance(chunk, StopChunk):
             progress.usage = progress.usage + chunk.usage
-            if chunk.stop_reason is not StopReason.TOOL_USE or not result.calls:
+            final = chunk.stop_reason is not StopReason.TOOL_USE or not result.calls
+            if final:
                 progress.resolved = True  # the final reply is in: a later abort is a no-op
-            await _account(setup, progress, model, chunk.usage, attempt_number)
+            if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
+                record = _resolution_record(model, attempt_number, chunk.usage)
+                progress.deferred = DeferredResolution(record, chunk.usage, attempt_number)
+            elif final or setup.usage is None:
+                await _account(setup, progress, model, chunk.usage, attempt_number)
+            else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
+                result.unaccounted = (chunk.usage, attempt_number)
             result.stop_reason = chunk.stop_reason
             return result
         elif isinstance(chunk, StreamErrorChunk):
@@ -522,12 +546,25 @@ async def _account(
     setup: TurnSetup, progress: TurnProgress, model: str, usage: Usage | None, attempt_number: int
 ) -> None:
     """Resolve the attempt through the writer, then publish its cost; only once acknowledged."""
+    settled = await _settle_usage(setup, progress, model, usage, attempt_number)
+    if usage is None or (setup.usage is not None and settled is None):
+        return
+    await _publish(setup, model, usage, attempt_number, settled)
+
+
+async def _settle_usage(
+    setup: TurnSetup, progress: TurnProgress, model: str, usage: Usage | None, attempt_number: int
+) -> UsageSettled | None:
     settled = await _resolve(setup, progress, model, attempt_number, usage)
     if settled is not None:
         progress.cost_microcents += settled.cost_microcents
         progress.priced_calls += int(settled.priced)
-    if usage is None or (setup.usage is not None and settled is None):
-        return
+    return settled
+
+
+async def _publish(
+    setup: TurnSetup, model: str, usage: Usage, attempt_number: int, settled: UsageSettled | None
+) -> None:
     await publish_cost(
         setup.stamper,
         node_id=setup.node_id,
@@ -536,6 +573,29 @@ async def _account(
         settled=settled,
         attempt_number=attempt_number,
     )
+
+
+def _account_round(setup: TurnSetup, progress: TurnProgress, result: _Round) -> None:
+    """Start the tool-use attempt's usage write in its own task (see ``round_accounting``)."""
+    if result.unaccounted is None:
+        return  # no writer: accounted when the attempt stopped
+    usage, attempt_number = result.unaccounted
+    result.unaccounted = None
+    model = result.model
+
+    async def publish(settled: UsageSettled) -> None:
+        await _publish(setup, model, usage, attempt_number, settled)
+
+    progress.accounting = PendingResolution(
+        _settle_usage(setup, progress, model, usage, attempt_number), publish
+    )
+
+
+async def _finish_accounting(progress: TurnProgress) -> None:
+    pending = progress.accounting
+    if pending is not None:
+        await pending.finish()
+        progress.accounting = None
 
 
 def _parse_args(call: _PendingCall) -> None:

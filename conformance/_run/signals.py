@@ -1,0 +1,42 @@
+"""Ordering one callback's answer after another callback, by events rather than time.
+
+Some situations exist only while two of the implementation's requests are open at once: a tool still
+running when a durable write fails, say.  A case scripts them with named signals on its answers:
+
+* ``signal: NAME`` is raised when the callback reaches the kit (before any wait of its own);
+* ``then: NAME`` is raised once the kit has its answer (or failure) ready, just before it goes back;
+* ``after: NAME`` holds the answer until NAME was raised; then the kit yields a few turns of its loop, so
+  the answer that raised NAME reaches the implementation first (over stdio: it is written first).
+
+A signal that is never raised leaves its waiter unanswered, so the step times out and the case fails: an
+implementation that cannot reach the scripted situation does not declare the capability the case needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+__all__ = ["SignalWorld"]
+
+_YIELDS = 3  # loop turns after a signal, so the answer that raised it is delivered before the waiter's
+
+
+class SignalWorld:
+    """Mixed into the case world: the named signals of one case."""
+
+    def init_signals(self) -> None:
+        self._signals: dict[str, asyncio.Event] = {}
+
+    def _signal(self, name: str) -> asyncio.Event:
+        return self._signals.setdefault(name, asyncio.Event())
+
+    def raise_signal(self, name: str | None) -> None:
+        if name is not None:
+            self._signal(name).set()
+
+    async def wait_signal(self, name: str | None) -> None:
+        if name is None:
+            return
+        await self._signal(name).wait()
+        for _ in range(_YIELDS):
+            await asyncio.sleep(0)

@@ -1,0 +1,213 @@
+"""A tool round's usage write runs while the round's tools do (``_host/round_accounting.py``).
+
+The writer here is played by the test: its ``resolved`` write waits on events the tools raise, so every
+interleaving below is forced by events, never by time (the ``wait_for`` bounds only guard against a hang).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from enginekit import AGENT, make_session, run, text_call, tool_call
+
+from relavium_reference import FunctionTool, ToolOutput, ToolRegistry
+from relavium_reference._model.budget import (
+    UsageBasis,
+    UsagePending,
+    UsageResolved,
+    UsageSettled,
+    UsageTotals,
+)
+from relavium_reference._model.records import CostEntry
+from relavium_reference._model.tools import ToolCallInfo
+
+HANG_GUARD = 30.0
+TWO_TOOLS = AGENT.model_copy(update={"tools": ("first", "second")})
+
+
+class _Writer:
+    """A usage writer whose resolved write waits for ``release`` (and then fails when told to)."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.release = asyncio.Event()
+        self.failed = asyncio.Event()
+        self.fail = fail
+        self.resolved_calls = 0
+        self.abandoned = False
+        self.amount = 0
+
+    async def open(self, basis: UsageBasis) -> UsageTotals:
+        return UsageTotals()
+
+    async def pending(self, record: UsagePending) -> None:
+        return None
+
+    async def resolved(self, record: UsageResolved) -> UsageSettled:
+        self.resolved_calls += 1
+        if self.resolved_calls == 1:
+            try:
+                await self.release.wait()
+            except asyncio.CancelledError:
+                self.abandoned = True
+                raise
+            if self.fail:
+                self.failed.set()
+                raise OSError("disk full")
+        self.amount += 40
+        return UsageSettled(
+            cost_microcents=40, priced=True, totals=UsageTotals(amount_microcents=self.amount)
+        )
+
+
+class _Costs:
+    """A persister that keeps only what the session hands it."""
+
+    def __init__(self) -> None:
+        self.costs: list[CostEntry] = []
+        self.commits: list[Any] = []
+
+    async def create_session(self, record: Any) -> None:
+        return None
+
+    async def commit_turn(self, session_id: str, turn: Any) -> None:
+        self.commits.append(turn)
+
+    async def record_cost(self, session_id: str, entry: CostEntry) -> None:
+        self.costs.append(entry)
+
+    async def append_marker(self, session_id: str, marker: Any) -> None:
+        return None
+
+
+def _round_of_two() -> dict[str, Any]:
+    round_call = tool_call("call-1", "first")
+    chunks = round_call["chunks"]
+    chunks[3:3] = [
+        {"type": "tool_call_start", "id": "call-2", "name": "second"},
+        {"type": "tool_call_end", "id": "call-2"},
+    ]
+    return round_call
+
+
+def _tools(started: asyncio.Event, gate: asyncio.Event, ran: list[str]) -> ToolRegistry:
+    async def first(args: Any, call: ToolCallInfo) -> ToolOutput:
+        ran.append("first")
+        started.set()
+        await gate.wait()
+        return ToolOutput("first's own result")
+
+    async def second(args: Any, call: ToolCallInfo) -> ToolOutput:
+        ran.append("second")
+        return ToolOutput("second's result")
+
+    return ToolRegistry(
+        [FunctionTool(name="first", function=first), FunctionTool(name="second", function=second)]
+    )
+
+
+def test_the_round_runs_while_its_usage_write_is_in_flight() -> None:
+    writer, started, ran = _Writer(), asyncio.Event(), []
+    h = make_session(
+        calls=[_round_of_two(), text_call("done")],
+        tools=_tools(started, writer.release, ran),
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)  # the first tool runs; the write still waits
+        assert writer.resolved_calls == 1
+        assert not writer.release.is_set()
+        writer.release.set()  # the tool and the write go on together
+        return await asyncio.wait_for(send, HANG_GUARD)
+
+    result = run(scenario())
+    assert result.status == "completed"
+    assert ran == ["first", "second"]
+    types = [t for t in h.types() if t.startswith(("agent:tool", "cost:"))]
+    # the round's cost follows its tools (published once acknowledged, before the next call)
+    assert types == ["agent:tool_call", "agent:tool_result"] * 2 + ["cost:updated", "cost:updated"]
+    assert [e.cumulative_cost_microcents for e in h.of_type("cost:updated")] == [40, 80]  # type: ignore[union-attr]
+
+
+def test_a_write_failing_while_a_tool_runs_lets_it_settle_and_refuses_the_next() -> None:
+    writer, started, ran = _Writer(fail=True), asyncio.Event(), []
+    h = make_session(
+        calls=[_round_of_two(), text_call("never")],
+        tools=_tools(started, writer.failed, ran),  # the first tool answers once the write failed
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        writer.release.set()
+        return await asyncio.wait_for(send, HANG_GUARD)
+
+    result = run(scenario())
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code.value == "internal"
+    assert ran == ["first"]  # the second was refused at its dispatch check
+    outcomes = [(e.tool_id, e.success, e.output_summary) for e in h.of_type("agent:tool_result")]  # type: ignore[union-attr]
+    assert outcomes == [
+        ("first", True, "first's own result"),
+        ("second", False, "the session stopped after a failed save"),
+    ]
+    assert h.of_type("cost:updated") == []
+    assert len(h.provider.requests) == 1  # no later egress
+
+
+def test_an_abort_during_the_round_still_waits_for_the_write_and_records_its_money() -> None:
+    writer, started, ran = _Writer(), asyncio.Event(), []
+    persister = _Costs()
+    never = asyncio.Event()
+    h = make_session(
+        calls=[_round_of_two()],
+        tools=_tools(started, never, ran),
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+        persister=persister,
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        h.session.abort()  # the running tool is abandoned; its round's write is not
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not send.done()  # the abort waits for the accounting write
+        writer.release.set()
+        return await asyncio.wait_for(send, HANG_GUARD)
+
+    result = run(scenario())
+    assert result.status == "aborted"
+    assert [e.cost_microcents for e in h.of_type("cost:updated")] == [40]  # type: ignore[union-attr]
+    assert [(c.cost_microcents, c.call_count, c.unpriced_calls) for c in persister.costs] == [(40, 1, 0)]
+    assert not writer.abandoned
+
+
+def test_a_cancel_during_the_round_abandons_the_write() -> None:
+    writer, started, ran = _Writer(), asyncio.Event(), []
+    never = asyncio.Event()
+    h = make_session(
+        calls=[_round_of_two()], tools=_tools(started, never, ran), agent=TWO_TOOLS, usage_writer=writer
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        await h.session.cancel()
+        return await asyncio.wait_for(send, HANG_GUARD)
+
+    result = run(scenario())
+    assert result.status == "cancelled"
+    assert writer.abandoned
+    assert h.of_type("cost:updated") == []
