@@ -1,7 +1,9 @@
 """The ``relavium-conformance`` command line: a thin dispatcher over sub-command modules.
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; the modules are imported
-when the command line is parsed.
+when the command line is parsed: only the named sub-command's when the command line names one (a
+``stdio-server`` or a ``run`` imports what it needs, not every other command's), all of them for the
+top-level help, ``--version`` or an unknown command (whose error suggests the known ones).
 """
 
 from __future__ import annotations
@@ -32,8 +34,24 @@ _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._reference.export_command",
 )
 
+# The module registering each sub-command name (tests/conformance/test_cli_misuse.py checks it against
+# what the modules register).
+COMMAND_MODULES: dict[str, str] = {
+    "run": "relavium_conformance._cli.run",
+    "report": "relavium_conformance._cli.report",
+    "fuzz": "relavium_conformance._cli.fuzz",
+    "interop": "relavium_conformance._cli.interop",
+    "selftest": "relavium_conformance._cli.selftest",
+    "spec-coverage": "relavium_conformance._cli.coverage",
+    "regen-snapshots": "relavium_conformance._cli.snapshots",
+    "data-path": "relavium_conformance._cli.data_path",
+    "stdio-server": "relavium_conformance._reference.stdio_server",
+    "export": "relavium_conformance._reference.export_command",
+}
 
-def build_parser() -> KitArgumentParser:
+
+def build_parser(command: str | None = None) -> KitArgumentParser:
+    """The command line's parser: every sub-command, or only ``command`` when it names one."""
     parser = KitArgumentParser(
         prog=PROG,
         description="Conformance kit and reference engine for the Relavium Agent Session Specification.",
@@ -42,15 +60,17 @@ def build_parser() -> KitArgumentParser:
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=KitArgumentParser
     )
-    for module_name in _SUBCOMMANDS:
+    modules = (COMMAND_MODULES[command],) if command in COMMAND_MODULES else _SUBCOMMANDS
+    for module_name in modules:
         # Every sub-command ships with the kit: a missing one is a packaging bug, so it fails loudly.
         importlib.import_module(module_name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(next((word for word in words if not word.startswith("-")), None))
+    args, extras = parser.parse_known_args(words)
     if extras:  # reported by the sub-command's own parser, with its usage and a suggestion
         sub = _subparser(parser, args.command)
         (sub or parser).unrecognized(extras)

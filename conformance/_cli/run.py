@@ -37,7 +37,6 @@ from relavium_conformance._report.writers import (
 )
 from relavium_conformance._run.parallel import run_cases_parallel
 from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases
-from relavium_conformance._selftest.proofs import run_selftest
 from relavium_conformance._wire.adapters import StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
@@ -304,6 +303,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
     run = outcome.run.with_context(run_context(args.adapter, args.select))
     if args.with_proofs and not run.interrupted:
+        from relavium_conformance._selftest.proofs import run_selftest  # only --with-proofs needs it
+
         proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
         run = run.with_proofs(proofs)
     if baseline is not None and not run.interrupted:

@@ -89,6 +89,7 @@ from relavium_reference._model.shapes import AgentSnapshot, SessionContext, pars
 from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
+from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
 from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
 
 __all__ = [
@@ -167,8 +168,20 @@ def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> di
 
 
 def read_stored_row(row: Mapping[str, Any]) -> SessionMessage:
-    """The engine's store, read side: the message a row holds, or :class:`StoreError` with its code."""
-    return message_from_row(dict(row))
+    """The engine's store, read side: the message a row holds, or :class:`StoreError` with its code.
+
+    As ``SessionStore`` reads a whole row: the fast read of a row in canonical form first, and the full
+    read for any row it leaves (so the stored-row vectors prove both).
+    """
+    data = dict(row)
+    if data.keys() == _STORED_ROW_KEYS:
+        fast = fast_message((*(data[name] for name in FAST_ROW_COLUMNS[:-1]), None))
+        if fast is not None:
+            return fast
+    return message_from_row(data)
+
+
+_STORED_ROW_KEYS = frozenset(FAST_ROW_COLUMNS[:-1])  # the message columns (the rowid is no input)
 
 
 @dataclass(frozen=True)

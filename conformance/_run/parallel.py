@@ -1,6 +1,8 @@
 """``-j N``: the same work on N implementation instances, each driven by its own kit process.
 
-A run's cases are cut into N contiguous shards; each shard runs in a worker process forked from this one
+A run's cases are dealt into N shards like cards (case i to shard i mod N: the corpus keeps costly cases
+together, the export vectors or the turn caps, and contiguous shards left one worker with most of them);
+each shard runs in a worker process forked from this one
 (so it starts with the kit already imported and the cases already loaded) against its own instance of
 the implementation (its own subprocess over stdio, its own in-process engine), with the handles the
 one-process run would have given (``case-<position>``), and sends its case results back as JSON. The
@@ -28,7 +30,14 @@ from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._report.results import CaseResult
 from relavium_conformance._wire.adapters import Adapter, parse_hello
 
-__all__ = ["fork_available", "map_in_processes", "map_in_processes_meanwhile", "run_cases_parallel", "shards"]
+__all__ = [
+    "dealt",
+    "fork_available",
+    "map_in_processes",
+    "map_in_processes_meanwhile",
+    "run_cases_parallel",
+    "shards",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -110,16 +119,21 @@ async def map_in_processes_meanwhile(
     return results, extra
 
 
+def dealt(count: int, jobs: int) -> list[range]:
+    """``count`` positions dealt to at most ``jobs`` shards: shard k holds k, k + jobs, ... (none empty)."""
+    jobs = max(1, min(jobs, count))
+    return [range(index, count, jobs) for index in range(jobs)]
+
+
 def _run_shard(
-    job: tuple[Callable[[], Adapter], Sequence[AnyCase], int, float, bool | None],
+    job: tuple[Callable[[], Adapter], Sequence[AnyCase], range, float, bool | None],
 ) -> dict[str, Any]:
     from relavium_conformance._run.runner import run_cases
 
-    make_adapter, cases, first, timeout, snapshots = job
+    make_adapter, cases, positions, timeout, snapshots = job
     adapter = make_adapter()
-    outcome = asyncio.run(
-        run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, first_handle=first + 1)
-    )
+    handles = [position + 1 for position in positions]
+    outcome = asyncio.run(run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles))
     return {
         "cases": [result.model_dump(mode="json") for result in outcome.run.cases],
         "implementation": outcome.run.implementation.model_dump(mode="json"),
@@ -148,24 +162,25 @@ def run_cases_parallel(
 
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
-    parts = shards(len(cases), jobs)
-    work = [
-        (make_adapter, tuple(cases[part.start : part.stop]), part.start, timeout, snapshots) for part in parts
-    ]
+    parts = dealt(len(cases), jobs)
+    work = [(make_adapter, tuple(cases[i] for i in part), part, timeout, snapshots) for part in parts]
     answers = map_in_processes(_run_shard, work, jobs)
-    results: list[CaseResult] = []
+    placed: dict[int, CaseResult] = {}
     outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
+    for part, answer in zip(parts, answers, strict=True):
+        for position, document in zip(part, answer["cases"], strict=True):
+            placed[position] = CaseResult.model_validate(document)
+    results = [placed[position] for position in sorted(placed)]
+    if on_case_end is not None:
+        for result in results:
+            on_case_end(result)
     for answer in answers:
-        for document in answer["cases"]:
-            result = CaseResult.model_validate(document)
-            results.append(result)
-            if on_case_end is not None:
-                on_case_end(result)
         if outcome.hello is None and answer["hello"] is not None:
             outcome.hello = parse_hello(answer["hello"])
         outcome.handshake_error = outcome.handshake_error or answer["handshake_error"]
         outcome.notes.extend(answer["notes"])
         outcome.snapshots.update(answer["snapshots"])
+    outcome.snapshots.reorder([result.id for result in results])  # as one process would list them
     outcome.run = RunResult.build(
         implementation=ImplementationInfo.model_validate(answers[0]["implementation"]),
         cases=results,

@@ -58,6 +58,11 @@ class SnapshotTexts(Mapping[str, str]):
         for case_id, snapshot in other._data.items():
             self.put(case_id, snapshot)
 
+    def reorder(self, case_ids: Sequence[str]) -> None:
+        """List the snapshots in the order of ``case_ids`` (any others after them)."""
+        order = {case_id: index for index, case_id in enumerate(case_ids)}
+        self._data = dict(sorted(self._data.items(), key=lambda item: order.get(item[0], len(order))))
+
     def __getitem__(self, case_id: str) -> str:
         text = self._texts.get(case_id)
         if text is None:
@@ -141,9 +146,11 @@ async def run_cases(
     maxfail: int | None = None,
     stop: Callable[[Sequence[CaseResult]], bool] | None = None,
     clause_table: bool = True,
+    handles: Sequence[int] | None = None,
 ) -> RunOutcome:
     """Run ``cases``; ``snapshots`` None compares stored snapshots only for the reference engine.
-    Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation).
+    Handles are ``case-<first_handle>``, ``case-<first_handle + 1>``, ... (unique per implementation),
+    or ``case-<handles[i]>`` for the i-th case when ``handles`` numbers them (a ``-j`` worker's share).
     ``maxfail`` stops after that many failed or errored cases (the rest are not run, as pytest's).
     ``stop`` is asked after each case with the results that can no longer change (in-process all of
     them; over a wire all but the newest, which the next case may still turn errored) and ends the run
@@ -167,7 +174,8 @@ async def run_cases(
         for index, case in enumerate(cases):
             if on_case_start:
                 on_case_start(case.id)
-            play = _Play(adapter, outcome, router, timeout, snapshots, first_handle + index)
+            number = handles[index] if handles is not None else first_handle + index
+            play = _Play(adapter, outcome, router, timeout, snapshots, number)
             result = await play.run(case)
             if previous is not None and _belongs_before(play.broken_at, previous.mark):
                 # the implementation broke on the previous case's account (a second answer to one of

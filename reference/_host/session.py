@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction import CompactionReport
@@ -136,6 +137,7 @@ class AgentSession(SessionAutoCompaction):
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
         self.session_id = session_id or deps.new_id()
         self._writer = host_usage_writer(deps.usage_writer, deps.persister, self.session_id, deps.prices)
+        self._joint_of: tuple[UsageWriter | None, JointWriter | None] | None = None
         self._usage = SessionUsage(self._writer, basis="fresh")
         self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
@@ -591,7 +593,11 @@ class AgentSession(SessionAutoCompaction):
         except Exception:  # the sink that already ended this turn failed again: the cost row still follows
             return
     def _joint(self) -> JointWriter | None:
-        return joint_writer(self._deps.usage_writer, self._usage.writer, self._deps.persister)
+        """The writer when it may commit a turn with its last resolution (asked once per writer)."""
+        writer = self._usage.writer
+        if self._joint_of is None or self._joint_of[0] is not writer:
+            self._joint_of = (writer, joint_writer(self._deps.usage_writer, writer, self._deps.persister))
+        return self._joint_of[1]
 
     async def _settle_deferred(self, progress: TurnProgress) -> None:
         """Resolve a held-back final attempt on its own (a path that commits no turn); a failure latches."""

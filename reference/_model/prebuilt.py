@@ -7,9 +7,11 @@ check that accepts only a subset of what validation accepts (see
 :mod:`relavium_reference._rules.store_fast`); anything else must go through validation.
 ``BaseModel.model_construct`` does the same job in general and is slower than validation itself.
 
-Only for models without private attributes, ``model_post_init`` or ``extra="allow"`` (all the wire
-models): :func:`prebuilt_supported` says whether a class qualifies, and the tests hold every class
-built this way to it.
+Only for frozen models without private attributes, ``model_post_init`` or ``extra="allow"`` (all the
+wire models): :func:`prebuilt_supported` says whether a class qualifies, and the tests hold every
+class built this way to it.  Being frozen is what lets many instances share one fields set (a row's
+fields set is one of a few): pydantic changes an instance's set in place only on field assignment,
+which a frozen model refuses, and ``model_copy`` copies the set first.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def prebuilt(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
     """An instance of ``cls`` holding ``values`` (every field, in declaration order) as validated.
 
     ``fields_set`` names the fields the input gave (the others hold their defaults); the instance
-    keeps this very set, so pass a new one each time.
+    keeps this very set, which other instances of a frozen model may share (see the module docstring).
     """
     instance = _new(cls)
     _set_dict(instance, "__dict__", values)
@@ -50,9 +52,10 @@ def prebuilt_parts() -> tuple[Any, Any, Any, Any, Any]:
 
 
 def prebuilt_supported(cls: type[BaseModel]) -> bool:
-    """Whether :func:`prebuilt` builds ``cls`` as validation would (no private state or post-init, closed)."""
+    """Whether :func:`prebuilt` builds ``cls`` as validation would (frozen, closed, no private state)."""
     return (
-        not cls.__private_attributes__
+        bool(cls.model_config.get("frozen"))
+        and not cls.__private_attributes__
         and not cls.__pydantic_post_init__
         and cls.model_config.get("extra") == "forbid"
         and not cls.__pydantic_root_model__

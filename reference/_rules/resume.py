@@ -167,7 +167,7 @@ def reconstruct_session_state(
         if final_text:
             out_messages.append(_resume_message("assistant", final_text))
             out_sequences.append(terminal.sequence_number)
-        spans.append(prebuilt(TurnSpan, {"start": start, "end": len(out_messages)}, {"start", "end"}))
+        spans.append(prebuilt(TurnSpan, {"start": start, "end": len(out_messages)}, _SPAN_GIVEN))
 
     # The hard-cap counter counts every completed turn the session ever ran, including turns a
     # compaction or trim has since superseded (KD-RES-3).
@@ -186,11 +186,13 @@ def reconstruct_session_state(
 
 
 _by_session = operator.attrgetter("session_id")
+_SPAN_GIVEN = {"start", "end"}  # fields sets shared by the built values (see prebuilt)
+_RESUME_GIVEN = {"role", "text"}
 
 
 def _resume_message(role: Literal["user", "assistant"], text: str) -> ResumeMessage:
     """A :class:`ResumeMessage` of values that pass its rules (a fixed role, a message's text)."""
-    return prebuilt(ResumeMessage, {"role": role, "text": text}, {"role", "text"})
+    return prebuilt(ResumeMessage, {"role": role, "text": text}, _RESUME_GIVEN)
 
 
 def dropped_through_for_kept(state: SessionResumeState, kept_slot_count: int) -> int | None:

@@ -27,11 +27,12 @@ path accepts, with the same values (``tests/reference/test_store_fast.py`` compa
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 from collections.abc import Callable
 from json.decoder import scanstring as _c_scanstring  # type: ignore[attr-defined]  # not in the stubs
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, cast
 
 from relavium_reference._model.messages import (
     TOOL_CALL_ID_PATTERN,
@@ -77,6 +78,10 @@ _TEXT_TAIL = "}]"
 _LITERAL_START = len(_TEXT_HEAD)
 #: The string scanner ``json.loads`` itself uses (strict: raw control characters refused).
 scanstring: Callable[[str, int], tuple[str, int]] = _c_scanstring
+#: The value scanner of ``json.loads`` (the same decoder settings), without its two Python frames:
+#: ``(value, end)``; ``StopIteration`` when no value starts at the index.
+_Scanner = Callable[[str, int], tuple[Any, int]]
+_scan_json = cast(_Scanner, json.scanner.make_scanner(cast(Any, json.JSONDecoder())))
 _MILLIS = tuple(f"{millis:03d}Z" for millis in range(1000))
 _new, _set_dict, _set_fields_set, _set_extra, _set_private = prebuilt_parts()  # inlined below: hot loop
 _ONLY_TEXT: dict[str, frozenset[str]] = {
@@ -91,21 +96,38 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "assistant": frozenset({"text", "tool_call", "reasoning"}),
     "tool": frozenset({"tool_result"}),
 }
+# The fields set of each built model, by which optional fields the row gave (shared: see prebuilt).
+_TEXT_GIVEN = {"type", "text"}
+_CALL_GIVEN = {"type", "id", "name"}
+_REASONING_GIVEN = {False: {"type", "text"}, True: {"type", "text", "redacted"}}
+_RESULT_GIVEN = {
+    (size, truncated): {"type", "tool_call_id", "name", "is_error"}
+    | ({"byte_length"} if size else set())
+    | ({"truncated"} if truncated else set())
+    for size in (False, True)
+    for truncated in (False, True)
+}
+_COMPACTION_GIVEN = {"dropped_through_sequence"}
+_MESSAGE_GIVEN = {
+    (model, compaction): {"id", "session_id", "sequence_number", "role", "content", "timestamp"}
+    | ({"model_id"} if model else set())
+    | ({"compaction"} if compaction else set())
+    for model in (False, True)
+    for compaction in (False, True)
+}
 _RESULT_KEYS = frozenset({"type", "toolCallId", "name", "isError", "byteLength", "truncated"})
 _REASONING_KEYS = frozenset({"type", "text", "redacted"})
 
 
-def _part(data: Any) -> tuple[Any, str] | None:
-    """One stored part as ``(model, canonical text)``, or ``None`` if the fast path does not decide it."""
-    if type(data) is not dict:
-        return None
-    kind = data.get("type")
+def _part(data: dict[str, Any]) -> tuple[Any, str] | None:
+    """One stored part (a dict with a known ``type``) as ``(model, canonical text)``, or ``None``."""
+    kind = data["type"]
     if kind == "text":
         text = data.get("text")
         if len(data) != 2 or type(text) is not str:
             return None
         return (
-            prebuilt(TextPart, {"type": "text", "text": text}, {"type", "text"}),
+            prebuilt(TextPart, {"type": "text", "text": text}, _TEXT_GIVEN),
             '{"type":"text","text":' + encode_basestring(text) + "}",
         )
     if kind == "tool_call":
@@ -119,9 +141,7 @@ def _part(data: Any) -> tuple[Any, str] | None:
         ):
             return None
         return (
-            prebuilt(
-                ToolCallPart, {"type": "tool_call", "id": call_id, "name": name}, {"type", "id", "name"}
-            ),
+            prebuilt(ToolCallPart, {"type": "tool_call", "id": call_id, "name": name}, _CALL_GIVEN),
             f'{{"type":"tool_call","id":"{call_id}","name":"{name}"}}',  # the patterns need no escapes
         )
     if kind == "tool_result":
@@ -132,7 +152,7 @@ def _part(data: Any) -> tuple[Any, str] | None:
             return None
         if "redacted" in data and type(redacted) is not bool:
             return None
-        given = {"type", "text", "redacted"} if "redacted" in data else {"type", "text"}
+        given = _REASONING_GIVEN["redacted" in data]
         tail = "" if redacted is None else (',"redacted":true' if redacted else ',"redacted":false')
         return (
             prebuilt(ReasoningPart, {"type": "reasoning", "text": text, "redacted": redacted}, given),
@@ -153,17 +173,14 @@ def _result_part(data: dict[str, Any]) -> tuple[Any, str] | None:
         or _TOOL_NAME.fullmatch(name) is None
     ):
         return None
-    given = {"type", "tool_call_id", "name", "is_error"}
     text = f'{{"type":"tool_result","toolCallId":"{call_id}","name":"{name}","isError":{_bool(is_error)}'
     if "byteLength" in data:
         if type(size) is not int or size < 0:
             return None
-        given.add("byte_length")
         text += f',"byteLength":{size}'
     if "truncated" in data:
         if type(truncated) is not bool:
             return None
-        given.add("truncated")
         text += f',"truncated":{_bool(truncated)}'
     values = {
         "type": "tool_result",
@@ -174,6 +191,7 @@ def _result_part(data: dict[str, Any]) -> tuple[Any, str] | None:
         "truncated": truncated,
         "attachments": None,
     }
+    given = _RESULT_GIVEN["byteLength" in data, "truncated" in data]
     return prebuilt(ToolResultPart, values, given), text + "}"
 
 
@@ -184,10 +202,10 @@ def _bool(value: bool) -> str:
 def _parts(raw: str, role: str) -> tuple[tuple[Any, ...], list[str], list[str]] | None:
     """The parts of a canonical body: ``(parts, texts of its text parts, canonical call texts)``."""
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
+        data, end = _scan_json(raw, 0)
+    except (StopIteration, ValueError, RecursionError):
         return None
-    if type(data) is not list:
+    if type(data) is not list or end != len(raw):
         return None
     allowed = _ALLOWED[role]
     parts: list[Any] = []
@@ -195,12 +213,15 @@ def _parts(raw: str, role: str) -> tuple[tuple[Any, ...], list[str], list[str]] 
     texts: list[str] = []
     calls: list[str] = []
     for item in data:
+        if type(item) is not dict:
+            return None
+        kind = item.get("type")
+        if type(kind) is not str or kind not in allowed:
+            return None
         built = _part(item)
         if built is None:
             return None
         part, piece = built
-        if part.type not in allowed:
-            return None
         parts.append(part)
         pieces.append(piece)
         if part.type == "text":
@@ -259,7 +280,7 @@ def fast_message(row: tuple[Any, ...]) -> SessionMessage | None:
             return None
         part = _new(TextPart)
         _set_dict(part, "__dict__", {"type": "text", "text": text})
-        _set_fields_set(part, {"type", "text"})
+        _set_fields_set(part, _TEXT_GIVEN)
         _set_extra(part, None)
         _set_private(part, None)
         parts: tuple[Any, ...] = (part,)
@@ -268,15 +289,11 @@ def fast_message(row: tuple[Any, ...]) -> SessionMessage | None:
         if decoded is None or not _columns_match(role, decoded, row):
             return None
         parts = decoded[0]
-    given = {"id", "session_id", "sequence_number", "role", "content", "timestamp"}
-    if model is not None:
-        given.add("model_id")
     compaction = None
     if dropped is not None:
         if role != "system" or type(dropped) is not int or dropped < 0:
             return None
-        compaction = prebuilt(Compaction, {"dropped_through_sequence": dropped}, {"dropped_through_sequence"})
-        given.add("compaction")
+        compaction = prebuilt(Compaction, {"dropped_through_sequence": dropped}, _COMPACTION_GIVEN)
     seconds, millis = divmod(ms, 1000)
     message: SessionMessage = _new(SessionMessage)
     _set_dict(
@@ -293,7 +310,7 @@ def fast_message(row: tuple[Any, ...]) -> SessionMessage | None:
             "timestamp": _second_text(seconds) + _MILLIS[millis],
         },
     )
-    _set_fields_set(message, given)
+    _set_fields_set(message, _MESSAGE_GIVEN[model is not None, compaction is not None])
     _set_extra(message, None)
     _set_private(message, None)
     return message

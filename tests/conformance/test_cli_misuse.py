@@ -134,3 +134,18 @@ def test_a_closed_pipe_on_stdout_is_quiet(tmp_path: Path) -> None:
     process.stdout.close()  # like `| head -1`
     _, err = process.communicate(timeout=300)
     assert b"Traceback" not in err
+
+
+def test_each_command_module_registers_the_command_named_for_it() -> None:
+    """The dispatcher imports only the named command's module: the table must say where each lives."""
+    import argparse
+
+    from relavium_conformance._cli import COMMAND_MODULES, build_parser
+
+    def names(parser: argparse.ArgumentParser) -> list[str]:
+        [action] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return sorted(action.choices)
+
+    assert names(build_parser()) == sorted(COMMAND_MODULES)
+    for command in COMMAND_MODULES:
+        assert names(build_parser(command)) == [command]

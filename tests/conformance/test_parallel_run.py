@@ -13,7 +13,7 @@ import pytest
 from relavium_conformance._cli import main
 from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import load_cases, select_cases
-from relavium_conformance._run.parallel import map_in_processes, run_cases_parallel, shards
+from relavium_conformance._run.parallel import dealt, map_in_processes, run_cases_parallel, shards
 from relavium_conformance._run.runner import run_cases
 
 VOLATILE = {"duration_ms", "started_at", "finished_at", "stderr_tail"}
@@ -74,6 +74,16 @@ def test_shards_cover_every_position_once_in_order() -> None:
             assert [i for part in parts for i in part] == list(range(count))
             assert all(len(part) for part in parts)
             assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_dealt_shards_cover_every_position_once() -> None:
+    for count in (1, 2, 5, 188):
+        for jobs in (1, 2, 3, 8, 500):
+            parts = dealt(count, jobs)
+            assert sorted(i for part in parts for i in part) == list(range(count))
+            assert all(len(part) for part in parts)
+            assert max(map(len, parts)) - min(map(len, parts)) <= 1
+            assert all(list(part) == sorted(part) for part in parts)  # each shard in case order
 
 
 def _square(n: int) -> tuple[int, int]:

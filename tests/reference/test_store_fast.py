@@ -17,7 +17,7 @@ import pytest
 from fuzzkit import SQLITE_VALUES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import (
@@ -172,6 +172,10 @@ _SNEAKY_BODIES = [
     '[{"type":"tool_result","toolCallId":"c1","name":"read","isError":false,"result":"x"}]',
     '[{"type":"media","mimeType":"image/png","source":{"kind":"handle","ref":"' + _HANDLE + '"}}]',
     '[{"type":"unknown"}]',
+    '[{"type":[]}]',
+    '[{"type":{"a":1}}]',
+    "[1]",
+    '[{"type":"text","text":"a"},null]',
     "[]",
     "{}",
     "",
@@ -352,3 +356,27 @@ def test_prebuilt_supported_refuses_a_model_with_private_state() -> None:
     assert not prebuilt_supported(Private)
     assert not prebuilt_supported(Open)
     assert prebuilt(TextPart, {"type": "text", "text": "a"}, {"type", "text"}) == TextPart(text="a")
+
+
+def test_a_shared_fields_set_survives_model_copy_and_refused_assignment() -> None:
+    first = fast_message(_tuple(_BASE_ROW))
+    second = fast_message(_tuple({**_BASE_ROW, "id": "m1"}))
+    assert first is not None
+    assert second is not None
+    assert first.model_fields_set is second.model_fields_set  # one set for rows of one shape
+    before = set(first.model_fields_set)
+    copied = first.model_copy(update={"model_id": "model-a"})
+    assert "model_id" in copied.model_fields_set
+    with pytest.raises(ValidationError):
+        first.model_id = "model-b"  # type: ignore[misc]
+    assert first.model_fields_set == second.model_fields_set == before
+
+
+def test_prebuilt_supported_refuses_a_model_that_is_not_frozen() -> None:
+    from pydantic import ConfigDict
+
+    class Open(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: int
+
+    assert not prebuilt_supported(Open)
