@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from relavium_conformance._cli._common import (
     PROG,
@@ -20,26 +17,11 @@ from relavium_conformance._cli._common import (
     positive_seconds,
     suggest,
 )
-from relavium_conformance._connect import ADAPTER_NAMES_HELP, resolve_adapter
+from relavium_conformance._connect import ADAPTER_NAMES_HELP
 from relavium_conformance._corpus.cases import AnyCase, select_cases
-from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._corpus.selection import exclude_cases, gather_cases
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
-from relavium_conformance._report.provenance import run_context
-from relavium_conformance._report.results import CaseResult, ExitCode, exit_code
-from relavium_conformance._report.writers import (
-    TerminalReporter,
-    write_github_summary,
-    write_json,
-    write_junit,
-    write_markdown,
-)
-from relavium_conformance._run.parallel import run_cases_parallel
-from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases
-from relavium_conformance._wire.adapters import StdioAdapter
-from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
-from relavium_conformance._wire.validation import ProtocolValidator
+from relavium_conformance._report.results import ExitCode
 
 __all__ = ["register", "run_command"]
 
@@ -163,16 +145,6 @@ def run_command(args: argparse.Namespace) -> int:
         return int(ExitCode.USAGE)
 
 
-@contextlib.contextmanager
-def _open_trace(path: Path) -> Iterator[TextIO]:
-    try:
-        stream = path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise KitUsageError(f"{path}: cannot write the trace file ({exc.strerror})") from None
-    with stream:
-        yield stream
-
-
 def _usage_problems(args: argparse.Namespace) -> list[str]:
     """Every misuse that can be found before the run starts (so none is found after it)."""
     problems = [
@@ -219,26 +191,6 @@ def _select(args: argparse.Namespace, all_cases: tuple[AnyCase, ...]) -> tuple[A
     return cases
 
 
-def _parallel(
-    args: argparse.Namespace,
-    cases: tuple[AnyCase, ...],
-    on_case_start: Callable[[str], None],
-    on_case_end: Callable[[CaseResult], None],
-) -> RunOutcome:
-    def ended(result: CaseResult) -> None:
-        on_case_start(result.id)
-        on_case_end(result)
-
-    outcome: RunOutcome = run_cases_parallel(
-        lambda: resolve_adapter(args.adapter, timeout=args.timeout),
-        cases,
-        args.jobs,
-        timeout=args.timeout,
-        on_case_end=ended,
-    )
-    return outcome
-
-
 def _run(args: argparse.Namespace) -> int:
     problems = _usage_problems(args)
     if problems:
@@ -258,87 +210,6 @@ def _run(args: argparse.Namespace) -> int:
         return int(ExitCode.NO_CASES)
     if args.list:
         return 0
-    unknown = sorted(set(args.require_capability) - set(CAPABILITIES))
-    if unknown:
-        raise KitUsageError(
-            f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
-            f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
-        )
-    baseline = load_baseline(args.baseline) if args.baseline else None
-    validator = ProtocolValidator() if args.validate_protocol else None
-    with contextlib.ExitStack() as stack:
-        trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
-        # the tracer sees each stdio message first; the validator (which may refuse it) after it
-        adapter = resolve_adapter(
-            args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout
-        )
-        if trace is not None and not isinstance(adapter, StdioAdapter):
-            adapter = TracingAdapter(adapter, trace)
-        reporter = TerminalReporter(
-            sys.stdout, colour=args.color, verbose=args.verbose, titles={c.id: c.title for c in cases}
-        )
+    from relavium_conformance._cli.run_cases import execute  # what running needs, not --list
 
-        def on_case_start(case_id: str) -> None:
-            if trace is not None:
-                trace.case = case_id
-            reporter.on_case_start(case_id)
-
-        try:
-            if args.jobs > 1:
-                outcome = _parallel(args, cases, on_case_start, reporter.on_case_end)
-            else:
-                outcome = asyncio.run(
-                    run_cases(
-                        adapter,
-                        cases,
-                        timeout=args.timeout,
-                        on_case_start=on_case_start,
-                        on_case_end=reporter.on_case_end,
-                        maxfail=1 if args.exitfirst else args.maxfail,
-                    )
-                )
-        except RunInterrupted as stop:
-            outcome = stop.outcome
-    for note in outcome.notes:
-        print(f"{PROG} run: warning: {note}", file=sys.stderr)
-    run = outcome.run.with_context(run_context(args.adapter, args.select))
-    if args.with_proofs and not run.interrupted:
-        from relavium_conformance._selftest.proofs import run_selftest  # only --with-proofs needs it
-
-        proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
-        run = run.with_proofs(proofs)
-    if baseline is not None and not run.interrupted:
-        run = run.with_baseline(
-            compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
-        )
-    gate = capability_gate(
-        run,
-        baseline=baseline,
-        baseline_file=str(args.baseline),
-        required=args.require_capability,
-        require_all=CAPABILITIES if args.require_all else None,
-    )
-    if gate is not None:
-        run = run.with_capability_gate(gate)
-    if args.json:
-        write_json(run, args.json)
-    if args.junit:
-        write_junit(run, args.junit)
-    if args.markdown:
-        write_markdown(run, args.markdown, full_results=str(args.json) if args.json else None)
-    if args.github_summary:
-        write_github_summary(run, full_results=str(args.json) if args.json else None)
-    if args.write_baseline and not run.interrupted:
-        write_baseline(run, args.write_baseline, previous=baseline)
-    reporter.summary(run)
-    if gate is not None and gate.missing:
-        print(
-            f"capabilities: {', '.join(gate.missing)} required ({', '.join(gate.sources)}) "
-            "but not declared by the implementation",
-            file=sys.stderr,
-        )
-    if validator is not None:
-        print(f"protocol: {validator.checked} messages validated")
-    if trace is not None:
-        print(f"trace: {trace.count} messages written to {args.trace}")
-    return int(exit_code(run))
+    return execute(args, all_cases, cases)

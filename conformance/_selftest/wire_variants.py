@@ -28,14 +28,20 @@ class WireVariant(ReferenceImplementation):
     def __init__(self, callback: Callback, **options: Any) -> None:
         self._seen_events: dict[str, int] = {}
         self._offsets: dict[str, int] = {}
+        # A hook this variant leaves as it is passes the engine's own objects on, as the reference does;
+        # an overridden one edits a deep copy (the engine's objects stay as it made them).
+        kind = type(self)
+        edits_events = kind.event is not WireVariant.event
+        edits_outgoing = kind.outgoing is not WireVariant.outgoing
+        self._edits_results = kind.result is not WireVariant.result
 
         async def edited(method: str, params: dict[str, Any]) -> Any:
             handle = str(params.get("handle"))
             if method == "host.emit" and isinstance(params.get("event"), dict):
-                event = self.event(handle, copy.deepcopy(params["event"]))
+                if edits_events:
+                    params = {**params, "event": self.event(handle, copy.deepcopy(params["event"]))}
                 self._seen_events[handle] = self._seen_events.get(handle, 0) + 1
-                params = {**params, "event": event}
-            edited_params = self.outgoing(handle, method, copy.deepcopy(params))
+            edited_params = self.outgoing(handle, method, copy.deepcopy(params)) if edits_outgoing else params
             if edited_params is None:
                 return {}  # this variant skips the callback and acts as if the kit had acknowledged it
             return await callback(method, edited_params)
@@ -47,7 +53,7 @@ class WireVariant(ReferenceImplementation):
             handle = str(params.get("handle"))
             self._offsets[handle] = self._seen_events.get(handle, 0)
         result = await self.operation(method, params)
-        return self.result(method, params, copy.deepcopy(result))
+        return self.result(method, params, copy.deepcopy(result)) if self._edits_results else result
 
     async def operation(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one operation (the reference's answer, unless a variant changes it)."""
