@@ -172,6 +172,21 @@ class _AfterTurnRefusalFailsTheTurn(AgentSession):
         return result.model_copy(update={"status": "failed", "text": None, "error": error})
 
 
+class _CompactionSpendOwnMoney(AgentSession):
+    """A compaction records what its passes spent with the engine's own zero money, every call unpriced."""
+
+    def _compaction_job(
+        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+    ) -> CompactionJob:
+        job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
+        record = job.record_cost
+
+        async def own_money(entry: CostEntry) -> None:
+            await record(entry.model_copy(update={"cost_microcents": 0, "unpriced_calls": entry.call_count}))
+
+        return replace(job, record_cost=own_money)
+
+
 class _DropsOutcomeAfterLatch:
     """A tool whose outcome is thrown away when the session latched while it ran."""
 
@@ -256,6 +271,12 @@ BUDGET_BREAKS_2: tuple[BrokenImplementation, ...] = (
         "a summary pass egresses without the usage writer's pending record and resolves its usage nowhere",
         ("AS-COMP-024", "AS-USE-005"),
         _SummaryBypassesWriter,
+    ),
+    BrokenImplementation(
+        "compaction-spend-own-money",
+        "a compaction's recorded spend carries the engine's own zero money, not what the writer answered",
+        ("AS-COMP-024", "AS-USE-006"),
+        _CompactionSpendOwnMoney,
     ),
     BrokenImplementation(
         "compaction-spend-dropped",
