@@ -16,9 +16,10 @@ The public surface, by job:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+if _TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from relavium_conformance._connect import resolve_adapter
     from relavium_conformance._corpus.cases import Case, load_cases, select_cases
     from relavium_conformance._corpus.catalogue import clause_ids, load_catalogue
@@ -114,7 +115,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """Import a public name on first use: a process that needs one corner of the kit (the stdio server,
     a sub-command, the pytest plugin) does not import every other (the broken implementations, the
     report writers...)."""
