@@ -253,29 +253,53 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
 
 
 def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) -> Any:
-    """Replace volatile data: the session id, timestamps, the case's working directory."""
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if key == "timestamp" and isinstance(item, str):
-                out[key] = "<timestamp>"
-            else:
-                out[key] = normalise(item, session_ids=session_ids, workdir=workdir)
-        return out
-    if isinstance(value, list | tuple):
-        return [normalise(item, session_ids=session_ids, workdir=workdir) for item in value]
-    if isinstance(value, str):
-        for index, sid in enumerate(session_ids):
-            if sid and value == sid:
-                return f"<session-id-{index + 1}>"
-            if sid and sid in value:  # inside a text (a workflow id, an exported YAML), as a whole token
-                value = re.sub(
-                    rf"(?<![A-Za-z0-9]){re.escape(sid)}(?![A-Za-z0-9])", f"<session-id-{index + 1}>", value
-                )
+    """Replace volatile data: the session id, timestamps, the case's working directory.
+
+    Mappings become dicts and lists or tuples lists; the text under a ``timestamp`` key becomes
+    ``<timestamp>``; a text equal to a session id becomes that id's placeholder, and otherwise every
+    session id standing as a whole token in a text, the working directory and every embedded ISO 8601
+    timestamp are replaced inside it.  A snapshot walks every value a case observed (a long case holds
+    tens of thousands), so the id patterns are compiled once per call, plain dicts, lists and texts are
+    told apart by their exact type before the abstract checks, and a text too short or without a colon
+    skips the timestamp search (no timestamp fits in it)."""
+    ids = [
+        (sid, f"<session-id-{index + 1}>", re.compile(rf"(?<![A-Za-z0-9]){re.escape(sid)}(?![A-Za-z0-9])"))
+        for index, sid in enumerate(session_ids)
+        if sid
+    ]
+    embedded = _EMBEDDED_TIMESTAMP.sub
+
+    def text(value: str) -> str:
+        for sid, placeholder, pattern in ids:
+            if value == sid:
+                return placeholder
+            if sid in value:  # inside a text (a workflow id, an exported YAML), as a whole token
+                value = pattern.sub(placeholder, value)
         if workdir and workdir in value:
             value = value.replace(workdir, "<workdir>")
-        return _EMBEDDED_TIMESTAMP.sub("<timestamp>", value)  # also inside texts (an exported YAML)
-    return value
+        if len(value) < _SHORTEST_TIMESTAMP or ":" not in value:
+            return value
+        return embedded("<timestamp>", value)  # also inside texts (an exported YAML)
+
+    def walk(value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            return text(value)
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+            return {
+                key: "<timestamp>" if key == "timestamp" and isinstance(item, str) else walk(item)
+                for key, item in value.items()
+            }
+        if kind is list or kind is tuple or isinstance(value, list | tuple):
+            return [walk(item) for item in value]
+        if kind is int or kind is bool or value is None:
+            return value
+        return text(value) if isinstance(value, str) else value
+
+    return walk(value)
+
+
+_SHORTEST_TIMESTAMP = len("2000-01-01T00:00:00Z")
 
 
 def check_envelope(
