@@ -461,9 +461,9 @@ class SessionStore:
         row has none.  On any failure the transaction rolls back and :class:`PersistError` is
         raised (its ``__cause__`` is the underlying error); the database is unchanged.
         """
-        return self.commit_turn_with(session_id, turn, _nothing, title=title)[0]
+        return self._commit_turn_with(session_id, turn, _nothing, title=title)[0]
 
-    def commit_turn_with(
+    def _commit_turn_with(
         self,
         session_id: str,
         turn: CompletedTurn,
