@@ -59,18 +59,18 @@ class DeferredResolution:
 class JointWriter(Protocol):
     """A usage writer that can resolve an attempt inside the turn's commit, in one transaction."""
 
-    def settlement(self, record: UsageResolved) -> tuple[int, bool]:
+    def _settlement(self, record: UsageResolved) -> tuple[int, bool]:
         """``(cost_microcents, priced)`` the resolution will answer (prices only, no I/O)."""
         ...
 
-    async def resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled: ...
+    async def _resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled: ...
 
 
 @runtime_checkable
 class JointPersister(Protocol):
     """A persister that says which usage writer may commit a turn together with its resolution."""
 
-    def joint_writer(self, writer: UsageWriter | None) -> JointWriter | None: ...
+    def _joint_writer(self, writer: UsageWriter | None) -> JointWriter | None: ...
 
 
 def joint_writer(
@@ -79,7 +79,7 @@ def joint_writer(
     """The session's writer when the host gave none explicitly and its persister accepts it for joint
     commits (the reference host's ``SqlitePersister`` and the writer it supplied, over one store)."""
     if explicit is None and isinstance(persister, JointPersister):
-        return persister.joint_writer(writer)
+        return persister._joint_writer(writer)
     return None
 
 

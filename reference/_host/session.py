@@ -560,7 +560,7 @@ class AgentSession(SessionAutoCompaction):
         before = progress.cost_microcents, progress.priced_calls
         try:
             if deferred is not None and joint is not None:  # the turn's cost row carries the attempt's money
-                cost, priced = joint.settlement(deferred.record)
+                cost, priced = joint._settlement(deferred.record)
                 progress.cost_microcents += cost
                 progress.priced_calls += int(priced)
             turn = completed_turn(
@@ -573,7 +573,7 @@ class AgentSession(SessionAutoCompaction):
                 costs=self._costs(progress),
             )
             if deferred is not None and joint is not None:
-                settled = await joint.resolved_with_turn(turn, deferred.record)  # one transaction
+                settled = await joint._resolved_with_turn(turn, deferred.record)  # one transaction
             else:
                 await persister.commit_turn(self.session_id, turn)
         except Exception as failure:  # a PersistError is classified; anything else is raw (KD-MSG-6)

@@ -371,3 +371,32 @@ def test_a_held_back_attempt_is_resolved_on_its_own_when_the_writer_no_longer_jo
     assert rows["ledger"] == [(0, "resolved", 10, 5, 80, 1)]
     assert rows["costs"] == [("model-a", 10, 5, 80, 1, 0)]
     assert [e for e in _public(h.events) if e[0] == "cost:updated"] == [("cost:updated", 80, 80, True, 1)]
+
+
+def test_a_default_writer_whose_class_changes_resolved_never_joins(tmp_path: Path) -> None:
+    store = _open(tmp_path / "state" / "history.db")
+    seen: list[str] = []
+
+    class OwnResolved(SqliteUsageWriter):
+        async def resolved(self, record: Any) -> Any:
+            seen.append(record.model)
+            return await super().resolved(record)
+
+    class SuppliesOwnResolved(SqlitePersister):
+        def usage_writer(self, session_id: str, prices: Any) -> Any:
+            return OwnResolved(store, session_id, prices)
+
+    h = make_session(calls=[text_call("one")], persister=SuppliesOwnResolved(store), prices=PRICES)
+    commits = _commits(store)
+
+    async def scenario() -> int:
+        await h.session.start()
+        before = len(commits)
+        await h.session.send_message("first")
+        return len(commits) - before
+
+    try:
+        assert run(scenario()) == 3  # pending, resolution (through the subclass), turn
+    finally:
+        store.close()
+    assert seen == ["model-a"]
