@@ -57,7 +57,7 @@ _FIXED = {
 class KitStrict(BaseModel):
     """Frozen, closed model with snake_case names: the kit's own files (cases, results, baselines)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
 
 
 class KitWire(BaseModel):
@@ -71,6 +71,7 @@ class KitWire(BaseModel):
         serialize_by_alias=True,
         validate_by_name=True,
         validate_by_alias=True,
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
