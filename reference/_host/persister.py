@@ -30,7 +30,8 @@ from relavium_reference._model.records import CompletedTurn, CostEntry, MessageD
 __all__ = [
     "KeepsUsage",
     "PersistError",
-    "ReleasesWriter", "SqlitePersister",
+    "ReleasesWriter",
+    "SqlitePersister",
     "TurnPersister",
     "completed_turn",
 ]
@@ -107,13 +108,18 @@ class SqlitePersister:
     def usage_writer(self, session_id: str, prices: Mapping[str, ModelPrice]) -> UsageWriter:
         return SqliteUsageWriter(self._store, session_id, prices)
 
-    def joint_writer(self, writer: UsageWriter | None) -> SqliteUsageWriter | None:
+    def _joint_writer(self, writer: UsageWriter | None) -> SqliteUsageWriter | None:
         """``writer`` when it is a writer over this persister's store, so a turn's last resolution may ride
-        in the turn's commit (``joint_commit``); ``None`` for any other writer, and for a subclass that
-        changes :meth:`commit_turn` (every turn then goes through its own method)."""
+        in the turn's commit (``joint_commit``); ``None`` for any other writer, for a subclass that changes
+        :meth:`commit_turn`, and for a writer whose class changes ``resolved`` (each then goes through its
+        own method)."""
         if type(self).commit_turn is not SqlitePersister.commit_turn:
             return None
-        if isinstance(writer, SqliteUsageWriter) and writer.store is self._store:
+        if (
+            isinstance(writer, SqliteUsageWriter)
+            and type(writer).resolved is SqliteUsageWriter.resolved
+            and writer._store is self._store
+        ):
             return writer
         return None
 

@@ -14,13 +14,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NoReturn
 
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction import CompactionReport
-from relavium_reference._host.joint_commit import JointWriter, joint_writer, publish_joint, settle_deferred
+from relavium_reference._host.joint_commit import (
+    JointWriter,
+    joint_writer,
+    publish_committed,
+    resolve_abandoned,
+    settle_deferred,
+)
 from relavium_reference._host.overflow_recovery import recover_overflow
 from relavium_reference._host.persister import PersistError, ReleasesWriter, completed_turn
 from relavium_reference._host.session_deps import (
@@ -38,6 +44,7 @@ from relavium_reference._host.turn import (
     TurnSetup,
     build_plan,
     error_message,
+    turn_costs,
 )
 from relavium_reference._host.usage import SessionUsage, host_usage_writer
 from relavium_reference._model.commands import (
@@ -319,16 +326,19 @@ class AgentSession(SessionAutoCompaction):
             task, self._turn_task = self._turn_task, None
             await self._finish_round_accounting(progress)
             if task.cancelled() or self._interrupt is not None:
-                await self._record_uncommitted_cost(progress)
-                return await self._settle_interrupted(progress)
+                failure = await self._record_uncommitted_cost(progress)
+                settled = await self._settle_interrupted(progress)
+                if failure is not None:
+                    raise failure  # the sink failed on the held-back attempt's cost, after the terminal
+                return settled
             error = task.exception()
             if error is not None:  # an observer failed (never a provider: those are classified)
                 await self._record_uncommitted_cost(progress)
-                await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
-                raise error
+                await self._raise_after_terminal(error, progress)
             end = task.result()
             if not end.succeeded:
-                await self._record_uncommitted_cost(progress)
+                if (failure := await self._record_uncommitted_cost(progress)) is not None:
+                    await self._raise_after_terminal(failure, progress)
                 return await self._settle(end, progress)
             if not await self._commit(text, end, progress):
                 failed = TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
@@ -337,7 +347,9 @@ class AgentSession(SessionAutoCompaction):
                     raise raw  # opaque: rejected as it came, after the fixed terminal (KD-MSG-6)
                 return settled
             if self._interrupt != "cancel":  # a cancel during the commit: nothing is installed
-                self._exchanges.append(Exchange(user=text, assistant=end.text or ""))
+                self._exchanges.append(Exchange(user=text, assistant=end.text or ""))  # the turn is durable
+                if raised := await publish_committed(progress.committed, self._stamper, self.agent_ref):
+                    await self._raise_after_terminal(raised, progress)
             settled = await self._settle(end, progress)
             await self._after_turn(progress, policy)
             return settled
@@ -350,6 +362,9 @@ class AgentSession(SessionAutoCompaction):
             self._turn_task = None
             if self._state is SessionState.STREAMING:
                 self._enter(SessionInput.TURN_SETTLED)
+            if (deferred := progress.deferred) is not None and (writer := self._usage.writer) is not None:
+                progress.deferred = None  # our caller was cancelled before the commit: publish nothing
+                self._latched |= not await resolve_abandoned(deferred, writer)
 
     async def export(self, workflow_path: str) -> ExportResult:
         """Write the session's workflow scaffold to ``workflow_path`` (idle only); emit ``session:exported``.
@@ -527,18 +542,7 @@ class AgentSession(SessionAutoCompaction):
         )
 
     def _costs(self, progress: TurnProgress) -> tuple[CostEntry, ...]:
-        if not progress.engaged or progress.model is None:
-            return ()
-        return (
-            CostEntry(
-                model=progress.model,
-                input_tokens=progress.usage.input_tokens,
-                output_tokens=progress.usage.output_tokens,
-                cost_microcents=progress.cost_microcents,
-                call_count=progress.attempts,
-                unpriced_calls=progress.attempts - progress.priced_calls,
-            ),
-        )
+        return turn_costs(progress)  # a hook: a selftest break overrides it
 
     async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
         """Hand the completed turn to the host's persister; a failure latches the session."""
@@ -547,12 +551,16 @@ class AgentSession(SessionAutoCompaction):
             return True
         names = {entry.tool_call_id: entry.name for entry in progress.tool_history}
         stop = end.stop_reason.value
+        joint = self._joint() if progress.deferred else None
+        if progress.deferred and not joint and (failure := await self._settle_deferred(progress)):
+            await self._record_costs(progress)  # the writer changed: the attempt was resolved on its own
+            self._raw_commit_failure = failure
+            return False
         deferred, progress.deferred = progress.deferred, None
-        joint = self._joint() if deferred else None
         before = progress.cost_microcents, progress.priced_calls
         try:
             if deferred is not None and joint is not None:  # the turn's cost row carries the attempt's money
-                cost, priced = joint.settlement(deferred.record)
+                cost, priced = joint._settlement(deferred.record)
                 progress.cost_microcents += cost
                 progress.priced_calls += int(priced)
             turn = completed_turn(
@@ -565,7 +573,7 @@ class AgentSession(SessionAutoCompaction):
                 costs=self._costs(progress),
             )
             if deferred is not None and joint is not None:
-                settled = await joint.resolved_with_turn(turn, deferred.record)  # one transaction
+                settled = await joint._resolved_with_turn(turn, deferred.record)  # one transaction
             else:
                 await persister.commit_turn(self.session_id, turn)
         except Exception as failure:  # a PersistError is classified; anything else is raw (KD-MSG-6)
@@ -573,11 +581,18 @@ class AgentSession(SessionAutoCompaction):
             self._raw_commit_failure = None if isinstance(failure, PersistError) else failure
             progress.cost_microcents, progress.priced_calls = before
             progress.deferred = deferred
-            await self._settle_deferred(progress)  # the turn is refused, but the attempt was billed
+            if (raised := await self._settle_deferred(progress)) is not None:  # the attempt was billed
+                await self._record_costs(progress)  # what a sink failing inside the turn records
+                self._raw_commit_failure = raised
             return False
-        if deferred is not None and joint is not None and self._interrupt != "cancel":
-            await publish_joint(deferred, settled, self._stamper, node_id=self.agent_ref)
+        if deferred is not None and joint is not None:
+            progress.committed = deferred, settled
         return True
+
+    async def _raise_after_terminal(self, failure: BaseException, progress: TurnProgress) -> NoReturn:
+        """An observer (the event sink) failed: the INTERNAL terminal, then its error, raised as it came."""
+        await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
+        raise failure
 
     async def _finish_round_accounting(self, progress: TurnProgress) -> None:
         """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
@@ -592,6 +607,7 @@ class AgentSession(SessionAutoCompaction):
             await pending.finish()
         except Exception:  # the sink that already ended this turn failed again: the cost row still follows
             return
+
     def _joint(self) -> JointWriter | None:
         """The writer when it may commit a turn with its last resolution (asked once per writer)."""
         writer = self._usage.writer
@@ -599,25 +615,30 @@ class AgentSession(SessionAutoCompaction):
             self._joint_of = (writer, joint_writer(self._deps.usage_writer, writer, self._deps.persister))
         return self._joint_of[1]
 
-    async def _settle_deferred(self, progress: TurnProgress) -> None:
-        """Resolve a held-back final attempt on its own (a path that commits no turn); a failure latches."""
+    async def _settle_deferred(self, progress: TurnProgress) -> Exception | None:
+        """Resolve a held-back final attempt alone (a failure latches; answers a sink error on its cost)."""
         deferred, progress.deferred = progress.deferred, None
         writer = self._usage.writer
         if deferred is None or writer is None:
-            return
+            return None
         publish = self._interrupt != "cancel"
-        settled = await settle_deferred(
+        settled, failure = await settle_deferred(
             deferred, writer, self._stamper, node_id=self.agent_ref, publish=publish
         )
         if settled is None:
             self._latched = True
-            return
+            return None
         progress.cost_microcents += settled.cost_microcents
         progress.priced_calls += int(settled.priced)
+        return failure
 
-    async def _record_uncommitted_cost(self, progress: TurnProgress) -> None:
-        """Errors and aborts commit no transcript, but what they spent is recorded."""
-        await self._settle_deferred(progress)
+    async def _record_uncommitted_cost(self, progress: TurnProgress) -> Exception | None:
+        """Errors and aborts commit no transcript, but what they spent is recorded (answers a sink error)."""
+        failure = await self._settle_deferred(progress)
+        await self._record_costs(progress)
+        return failure
+
+    async def _record_costs(self, progress: TurnProgress) -> None:
         persister = self._deps.persister
         if persister is None:
             return

@@ -56,7 +56,7 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry, SessionCostRow
-from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
+from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, MESSAGE_COLUMNS, fast_message
 from relavium_reference._rules.store_rows import (
     STORE_ERRORS,
     MessageColumns,
@@ -165,16 +165,11 @@ CREATE INDEX idx_session_costs_session ON session_costs (session_id, cost_microc
 """
 
 _FAST_COLUMNS = ", ".join(FAST_ROW_COLUMNS)
-_MESSAGE_COLUMNS = (
-    "id, session_id, sequence_number, role, content, content_parts, tool_calls, tool_call_id, name, "
-    "finish_reason, model_id, compaction_dropped_through_sequence, created_at"
-)
 _SESSION_COLUMNS = (
     "id, agent_id, agent_slug, agent_snapshot, title, model_id, working_dir, git_ref, fs_scope_tier, "
     "status, context_json, total_input_tokens, total_output_tokens, total_cost_microcents, "
     "exported_workflow_path, deleted_at, created_at, updated_at"
 )
-
 
 
 def _default_clock() -> datetime:
@@ -461,9 +456,9 @@ class SessionStore:
         row has none.  On any failure the transaction rolls back and :class:`PersistError` is
         raised (its ``__cause__`` is the underlying error); the database is unchanged.
         """
-        return self.commit_turn_with(session_id, turn, _nothing, title=title)[0]
+        return self._commit_turn_with(session_id, turn, _nothing, title=title)[0]
 
-    def commit_turn_with(
+    def _commit_turn_with(
         self,
         session_id: str,
         turn: CompletedTurn,
@@ -595,7 +590,7 @@ class SessionStore:
 
 _TABLE_COLUMNS = {
     "agent_sessions": frozenset(_SESSION_COLUMNS.split(", ")),
-    "session_messages": frozenset(_MESSAGE_COLUMNS.split(", ")),
+    "session_messages": frozenset(MESSAGE_COLUMNS),
     "session_costs": frozenset(
         [
             *("id", "session_id", "model", "model_catalog_id", "input_tokens", "output_tokens"),

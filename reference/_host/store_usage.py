@@ -16,7 +16,7 @@ coverage always together (AS-USE-006, AS-USE-010).
   cost record of a failed or aborted turn) holds what the transcript's turns spent.  A commit that fails
   leaves both as they were before it; the attempt's resolution stays in the ledger, which is what a
   resumed instance adopts.
-* A turn's final attempt is resolved in the turn's own commit (:meth:`SqliteUsageWriter.resolved_with_turn`,
+* A turn's final attempt is resolved in the turn's own commit (:meth:`SqliteUsageWriter._resolved_with_turn`,
   see ``_host/joint_commit``): the ledger row, the turn's rows, its cost row and the totals in one
   transaction.  When that commit fails it rolls back whole, and the session then resolves the billed
   attempt on its own, so the sentence above still holds.
@@ -137,22 +137,18 @@ class SqliteUsageWriter:
         self._store.usage_write(self._session_id, write)
         self._open_row = row_id
 
-    @property
-    def store(self) -> SessionStore:
-        return self._store
-
-    def settlement(self, record: UsageResolved) -> tuple[int, bool]:
+    def _settlement(self, record: UsageResolved) -> tuple[int, bool]:
         """The money a resolution of ``record`` answers, ``(cost_microcents, priced)``: no I/O."""
         price = self._prices.get(record.model)
         priced = record.reported and price is not None
         return (price.cost(record.input_tokens, record.output_tokens) if priced and price else 0), priced
 
-    async def resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
+    async def _resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
         """Resolve ``record`` and commit ``turn`` in one transaction (one handoff, one durable commit)."""
-        return await asyncio.to_thread(self._resolved_with_turn, turn, record)
+        return await asyncio.to_thread(self._commit_with_turn, turn, record)
 
-    def _resolved_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
-        _messages, settled = self._store.commit_turn_with(self._session_id, turn, self._resolution(record))
+    def _commit_with_turn(self, turn: CompletedTurn, record: UsageResolved) -> UsageSettled:
+        _messages, settled = self._store._commit_turn_with(self._session_id, turn, self._resolution(record))
         self._open_row = None
         return settled
 
@@ -164,7 +160,7 @@ class SqliteUsageWriter:
     def _resolution(self, record: UsageResolved) -> Callable[[sqlite3.Connection, int], UsageSettled]:
         """The write that turns the acknowledged pending row ``resolved`` (or ``unknown``), and reads the
         totals back in the same transaction.  The row stays this writer's open one until that commits."""
-        cost, priced = self.settlement(record)
+        cost, priced = self._settlement(record)
         state = "resolved" if record.reported else "unknown"
         row_id = self._open_row
         if row_id is None:

@@ -18,19 +18,14 @@ import uuid
 
 from relavium_reference._model.messages import SessionMessage, message_text
 from relavium_reference._model.records import CompletedTurn, CostEntry, derive_title
+from relavium_reference._rules.store_fast import MESSAGE_COLUMNS
 from relavium_reference._rules.store_rows import StoreError, iso_from_ms, message_row, stored_message
 
 __all__ = ["add_cost", "check_live", "insert_message", "next_sequence", "write_turn"]
 
-MESSAGE_COLUMNS = (
-    "id, session_id, sequence_number, role, content, content_parts, tool_calls, tool_call_id, name, "
-    "finish_reason, model_id, compaction_dropped_through_sequence, created_at"
-)
-"""The columns of a ``session_messages`` row: the keys of a ``message_row``."""
-
 _INSERT_MESSAGE = (
-    f"INSERT INTO session_messages ({MESSAGE_COLUMNS}) "
-    f"VALUES ({', '.join(':' + name for name in MESSAGE_COLUMNS.split(', '))})"
+    f"INSERT INTO session_messages ({', '.join(MESSAGE_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + name for name in MESSAGE_COLUMNS)})"
 )
 _LIVE_SESSION = "SELECT 1 FROM agent_sessions WHERE id = ? AND deleted_at IS NULL"
 _NEXT_SEQUENCE = "SELECT COALESCE(MAX(sequence_number), -1) + 1 FROM session_messages WHERE session_id = ?"

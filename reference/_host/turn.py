@@ -58,6 +58,7 @@ from relavium_reference._model.llm import (
     ToolCallStart,
     Usage,
 )
+from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import AgentSnapshot
 from relavium_reference._model.tools import (
     UNKNOWN_TOOL,
@@ -162,6 +163,23 @@ class TurnProgress:
     """A tool round's usage write still in flight while its tools run (the session finishes it on abort)."""
     deferred: DeferredResolution | None = None
     """The final attempt's resolution, held back for the turn's commit (``TurnSetup.defer_final``)."""
+    committed: tuple[DeferredResolution, UsageSettled] | None = None
+    """A joint commit's resolution: the session publishes its ``cost:updated`` once the turn is installed."""
+
+
+def turn_costs(progress: TurnProgress) -> tuple[CostEntry, ...]:
+    """The turn's cost row (none before the provider was engaged)."""
+    if not progress.engaged or progress.model is None:
+        return ()
+    entry = CostEntry(
+        model=progress.model,
+        input_tokens=progress.usage.input_tokens,
+        output_tokens=progress.usage.output_tokens,
+        cost_microcents=progress.cost_microcents,
+        call_count=progress.attempts,
+        unpriced_calls=progress.attempts - progress.priced_calls,
+    )
+    return (entry,)
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,6 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
-
 class SessionMessage(WireModel):
     """One durable, append-only transcript row of a session."""
 

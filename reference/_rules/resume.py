@@ -142,7 +142,7 @@ def reconstruct_session_state(
     sequences = list(map(_by_sequence, ordered))
     if any(map(operator.eq, sequences, itertools.islice(sequences, 1, None))):
         raise InvalidInputError("two session messages share a sequence number", location="sequenceNumber")
-    if not all(map(record.id.__eq__, map(_by_session, ordered))):
+    if not all(map(operator.eq, itertools.repeat(record.id), map(_by_session, ordered))):
         raise InvalidInputError("a session message belongs to another session", location="sessionId")
 
     markers = [m for m in ordered if m.role == "system" and m.compaction is not None]

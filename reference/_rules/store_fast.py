@@ -48,11 +48,10 @@ from relavium_reference._model.prebuilt import prebuilt, prebuilt_parts
 from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, _second_text
 
-__all__ = ["FAST_ROW_COLUMNS", "fast_message"]
+__all__ = ["FAST_ROW_COLUMNS", "MESSAGE_COLUMNS", "fast_message"]
 
-#: The columns of a tuple row handed to :func:`fast_message`, in order: the message columns, then the
-#: ``rowid`` (not read here; it names the row when the full path refuses it).
-FAST_ROW_COLUMNS: tuple[str, ...] = (
+#: The columns of a ``session_messages`` row (the keys of a ``message_row``), in the store's order.
+MESSAGE_COLUMNS: tuple[str, ...] = (
     "id",
     "session_id",
     "sequence_number",
@@ -66,8 +65,11 @@ FAST_ROW_COLUMNS: tuple[str, ...] = (
     "model_id",
     "compaction_dropped_through_sequence",
     "created_at",
-    "rowid",
 )
+
+#: The columns of a tuple row handed to :func:`fast_message`, in order: the message columns, then the
+#: ``rowid`` (not read here; it names the row when the full path refuses it).
+FAST_ROW_COLUMNS: tuple[str, ...] = (*MESSAGE_COLUMNS, "rowid")
 
 # The patterns of the models, anchored by fullmatch: the same language as the models' ``^...$``.
 _CALL_ID = re.compile(TOOL_CALL_ID_PATTERN.removeprefix("^").removesuffix("$"))

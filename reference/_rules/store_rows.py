@@ -69,7 +69,6 @@ STORE_ERRORS: dict[str, str] = {
 }
 
 
-
 class StoreError(DependencyError):
     """The durable store refused or could not serve a request.
 

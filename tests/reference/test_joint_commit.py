@@ -10,6 +10,7 @@ when that write fails too).  Real SQLite throughout.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -139,9 +140,7 @@ def test_the_joint_commit_changes_no_event_and_no_row(tmp_path: Path) -> None:
 
 def _refuse(path: Path, table: str, when: str) -> None:
     db = sqlite3.connect(path)
-    db.execute(
-        f"CREATE TRIGGER refuse_{table} BEFORE {when} ON {table} BEGIN SELECT RAISE(ABORT, 'no'); END"
-    )
+    db.execute(f"CREATE TRIGGER refuse_{table} BEFORE {when} ON {table} BEGIN SELECT RAISE(ABORT, 'no'); END")
     db.commit()
     db.close()
 
@@ -225,3 +224,179 @@ def test_an_explicit_writer_or_a_changed_commit_never_joins(tmp_path: Path, expl
         assert run(scenario()) == 3  # pending, resolution, turn: each alone
     finally:
         store.close()
+
+
+def _failing_sink(h: Any, *, fail_on: str = "cost:updated") -> None:
+    """The session's event sink fails once, on the first ``fail_on`` (an observer error, KD-MSG-6)."""
+    armed = [True]
+
+    async def sink(event: Any) -> None:
+        h.events.append(event)
+        if event.type == fail_on and armed[0]:
+            armed[0] = False
+            raise RuntimeError("observer broke")
+
+    h.session._stamper._sink = sink
+
+
+def _terminals(events: list[Any]) -> list[tuple[str, Any]]:
+    return [(e.type, e.error.code if e.error else None) for e in events if e.type == "session:turn_completed"]
+
+
+def _sink_fails_on_the_first_cost(store: SessionStore, *, explicit: bool, refuse: Path | None) -> Any:
+    writer = SqliteUsageWriter(store, "s-test", PRICES) if explicit else None
+    h = make_session(
+        calls=[text_call("one"), text_call("two")],
+        persister=SqlitePersister(store),
+        prices=PRICES,
+        usage_writer=writer,
+    )
+    _failing_sink(h)
+
+    async def scenario() -> tuple[str, str]:
+        await h.session.start()
+        if refuse is not None:
+            _refuse(refuse, "session_messages", "INSERT")
+        with pytest.raises(RuntimeError, match="observer broke"):
+            await h.session.send_message("first")
+        return "raised", (await h.session.send_message("second")).status
+
+    return run(scenario()), h
+
+
+def test_a_sink_failing_on_the_cost_of_a_durable_joint_turn_ends_it_as_with_a_separate_writer(
+    tmp_path: Path,
+) -> None:
+    joint, apart = _open(tmp_path / "joint" / "history.db"), _open(tmp_path / "apart" / "history.db")
+    try:
+        joint_out, jh = _sink_fails_on_the_first_cost(joint, explicit=False, refuse=None)
+        apart_out, ah = _sink_fails_on_the_first_cost(apart, explicit=True, refuse=None)
+        joint_rows = _rows(joint)
+    finally:
+        joint.close()
+        apart.close()
+    assert joint_out == apart_out == ("raised", "completed")
+    assert _public(jh.events) == _public(ah.events)  # the INTERNAL terminal follows the failed cost
+    assert _terminals(jh.events) == [
+        ("session:turn_completed", ErrorCode.INTERNAL),
+        ("session:turn_completed", None),
+    ]
+    assert jh.session._turns_used == ah.session._turns_used == 2  # the failed turn used its slot
+    # the joint turn was already durable when the sink failed: memory holds what the store holds
+    assert [m[1:3] for m in joint_rows["messages"]][:2] == [("user", "first"), ("assistant", "one")]
+    assert [x.user for x in jh.session.exchanges] == ["first", "second"]
+
+
+def test_a_sink_failing_on_the_cost_after_a_refused_joint_commit_still_gets_its_terminal_and_cost_row(
+    tmp_path: Path,
+) -> None:
+    joint_path, apart_path = tmp_path / "joint" / "history.db", tmp_path / "apart" / "history.db"
+    joint, apart = _open(joint_path), _open(apart_path)
+    try:
+        _out, jh = _sink_fails_on_the_first_cost(joint, explicit=False, refuse=joint_path)
+        _out, ah = _sink_fails_on_the_first_cost(apart, explicit=True, refuse=apart_path)
+        joint_rows, apart_rows = _rows(joint), _rows(apart)
+    finally:
+        joint.close()
+        apart.close()
+    assert (
+        _terminals(jh.events)[0] == _terminals(ah.events)[0] == ("session:turn_completed", ErrorCode.INTERNAL)
+    )
+    assert joint_rows["costs"] == apart_rows["costs"] == [("model-a", 10, 5, 80, 1, 0)]
+    assert joint_rows["ledger"][0] == apart_rows["ledger"][0] == (0, "resolved", 10, 5, 80, 1)
+
+
+class _CancelCallerAtStop:
+    """A provider whose final stop chunk is followed at once by the caller's cancellation."""
+
+    def __init__(self) -> None:
+        self.caller: Any = None
+
+    def stream(self, request: Any) -> Any:
+        return self._play()
+
+    async def _play(self) -> Any:
+        from relavium_reference._model.llm import StopChunk, TextDelta, Usage
+
+        yield TextDelta(text="hi")
+        asyncio.get_running_loop().call_soon(self.caller.cancel)
+        yield StopChunk(stop_reason="stop", usage=Usage(input_tokens=10, output_tokens=5))
+
+
+def test_a_caller_cancelled_before_the_joint_commit_still_resolves_the_held_back_attempt(
+    tmp_path: Path,
+) -> None:
+    store = _open(tmp_path / "state" / "history.db")
+    provider = _CancelCallerAtStop()
+    h = make_session(provider, persister=SqlitePersister(store), prices=PRICES)
+
+    async def scenario() -> None:
+        await h.session.start()
+        provider.caller = asyncio.ensure_future(h.session.send_message("x"))
+        with pytest.raises(asyncio.CancelledError):
+            await provider.caller
+
+    try:
+        run(scenario())
+        rows = _rows(store)
+    finally:
+        store.close()
+    # as a separate writer leaves it (its write was under way in the turn): resolved, not pending
+    assert rows["ledger"] == [(0, "resolved", 10, 5, 80, 1)]
+    assert rows["messages"] == []
+    assert [e for e in _public(h.events) if e[0] == "cost:updated"] == []  # the caller is gone
+
+
+def test_a_held_back_attempt_is_resolved_on_its_own_when_the_writer_no_longer_joins(tmp_path: Path) -> None:
+    store = _open(tmp_path / "state" / "history.db")
+    h = make_session(calls=[text_call("one")], persister=SqlitePersister(store), prices=PRICES)
+    joins = h.session._joint
+    calls = [0]
+
+    def joint_once() -> Any:  # the turn's setup defers; by its commit the writer no longer joins
+        calls[0] += 1
+        return joins() if calls[0] == 1 else None
+
+    h.session._joint = joint_once  # type: ignore[method-assign]
+
+    async def scenario() -> str:
+        await h.session.start()
+        return (await h.session.send_message("first")).status
+
+    try:
+        assert run(scenario()) == "completed"
+        rows = _rows(store)
+    finally:
+        store.close()
+    assert rows["ledger"] == [(0, "resolved", 10, 5, 80, 1)]
+    assert rows["costs"] == [("model-a", 10, 5, 80, 1, 0)]
+    assert [e for e in _public(h.events) if e[0] == "cost:updated"] == [("cost:updated", 80, 80, True, 1)]
+
+
+def test_a_default_writer_whose_class_changes_resolved_never_joins(tmp_path: Path) -> None:
+    store = _open(tmp_path / "state" / "history.db")
+    seen: list[str] = []
+
+    class OwnResolved(SqliteUsageWriter):
+        async def resolved(self, record: Any) -> Any:
+            seen.append(record.model)
+            return await super().resolved(record)
+
+    class SuppliesOwnResolved(SqlitePersister):
+        def usage_writer(self, session_id: str, prices: Any) -> Any:
+            return OwnResolved(store, session_id, prices)
+
+    h = make_session(calls=[text_call("one")], persister=SuppliesOwnResolved(store), prices=PRICES)
+    commits = _commits(store)
+
+    async def scenario() -> int:
+        await h.session.start()
+        before = len(commits)
+        await h.session.send_message("first")
+        return len(commits) - before
+
+    try:
+        assert run(scenario()) == 3  # pending, resolution (through the subclass), turn
+    finally:
+        store.close()
+    assert seen == ["model-a"]

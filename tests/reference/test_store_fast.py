@@ -17,7 +17,7 @@ import pytest
 from fuzzkit import SQLITE_VALUES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, RootModel, ValidationError
 
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import (
@@ -341,20 +341,46 @@ def test_every_model_built_by_prebuilt_qualifies(model: type[BaseModel]) -> None
     assert prebuilt_supported(model)
 
 
-def test_prebuilt_supported_refuses_a_model_with_private_state() -> None:
-    from pydantic import ConfigDict, PrivateAttr
+class _FrozenPrivate(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    x: int
+    _cache: int = PrivateAttr(default=0)
 
-    class Private(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        x: int
-        _cache: int = PrivateAttr(default=0)
 
-    class Open(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        x: int
+class _FrozenOpen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    x: int
 
-    assert not prebuilt_supported(Private)
-    assert not prebuilt_supported(Open)
+
+class _FrozenPostInit(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    x: int
+
+    def model_post_init(self, context: Any, /) -> None:
+        object.__setattr__(self, "x", self.x + 1)  # validation runs it; a prebuilt model would not
+
+
+class _FrozenRoot(RootModel[int]):
+    model_config = ConfigDict(frozen=True)
+
+
+# each model is frozen, so the frozen check alone would accept it.  The guards overlap: pydantic gives a
+# model with private attributes a post-init, and a root model is not extra="forbid"; each case still fails
+# when prebuilt_supported keeps only the frozen check.
+@pytest.mark.parametrize("model", [_FrozenPrivate, _FrozenOpen, _FrozenPostInit, _FrozenRoot])
+def test_prebuilt_supported_refuses_a_frozen_model_it_would_not_build_as_validation_does(
+    model: type[BaseModel],
+) -> None:
+    assert model.model_config.get("frozen")
+    assert not prebuilt_supported(model)
+
+
+def test_a_prebuilt_model_with_private_state_would_not_read_as_a_validated_one() -> None:
+    # why the private-state guard exists: such a model, prebuilt, has no private storage to read
+    assert _FrozenPrivate.model_validate({"x": 1})._cache == 0
+    built = prebuilt(_FrozenPrivate, {"x": 1}, {"x"})
+    with pytest.raises((AttributeError, TypeError)):
+        _ = built._cache
     assert prebuilt(TextPart, {"type": "text", "text": "a"}, {"type", "text"}) == TextPart(text="a")
 
 
@@ -373,8 +399,6 @@ def test_a_shared_fields_set_survives_model_copy_and_refused_assignment() -> Non
 
 
 def test_prebuilt_supported_refuses_a_model_that_is_not_frozen() -> None:
-    from pydantic import ConfigDict
-
     class Open(BaseModel):
         model_config = ConfigDict(extra="forbid")
         x: int
