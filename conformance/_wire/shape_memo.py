@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["forget", "memo_path", "recall", "remember"]
 
 _FORMAT = 1
-_LIMIT = 8192  # entries kept in the file; a process that learns more keeps only its own
+_LIMIT = 8192  # verdicts one process adds; the file keeps at most this many
 _MEMO_FILE = "shape-verdicts.json"
 
 
@@ -96,8 +96,8 @@ def remember(name: str, key: str, problem: str | None) -> None:
     """Keep a fresh verdict; the file is written once, when the process ends."""
     if not _State.loaded:
         _load()
-    if _State.path is None or not _State.fingerprint:
-        return
+    if _State.path is None or not _State.fingerprint or len(_State.learned) >= _LIMIT:
+        return  # (a long fuzz run asks endless new questions: the memo keeps the first ones only)
     _State.learned[_question(name, key)] = problem
     if not _State.hooked:
         import atexit
@@ -116,7 +116,7 @@ def _save() -> None:
 
     verdicts: dict[str, Any] = {**_State.known, **_State.learned}
     if len(verdicts) > _LIMIT:
-        verdicts = dict(list(_State.learned.items())[-_LIMIT:])
+        verdicts = dict(_State.learned)  # the newest questions win
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
