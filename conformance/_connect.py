@@ -27,16 +27,13 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._wire.adapters import (
-    Adapter,
-    InProcessAdapter,
-    InProcessImplementation,
-    StdioAdapter,
-)
-from relavium_conformance._wire.protocol import Callback
+
+if TYPE_CHECKING:  # the adapters load when one is resolved: naming them (``--help``, ``run --list``) is cheap
+    from relavium_conformance._wire.adapters import Adapter, InProcessImplementation
+    from relavium_conformance._wire.protocol import Callback
 
 __all__ = [
     "ADAPTER_NAMES_HELP",
@@ -132,6 +129,8 @@ def resolve_adapter(
     name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
 ) -> Adapter:
     """The adapter a name stands for (see the module documentation for the forms)."""
+    from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
+
     alias, bare = split_alias(name)
     label = alias or bare  # what reports show as the adapter
     if bare == "reference":

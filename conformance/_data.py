@@ -7,6 +7,7 @@ top-level folders of the repository.  One function serves both, preferring the i
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ class DataMissingError(FileNotFoundError):
     """Neither the installed package data nor a checkout folder could be found."""
 
 
+@functools.cache  # asked once per file read; where the data lives does not change while the kit runs
 def data_root(kind: Literal["fixtures", "schemas"]) -> Path:
     installed = _PACKAGE_DIR / kind
     if installed.is_dir() and any(installed.iterdir()):
@@ -129,7 +131,8 @@ _CACHE_VERSION = f"{CORPUS_FORMAT}"
 
 def yaml_cache_dir() -> Path | None:
     """Where a checkout keeps the JSON copies of the YAML it has parsed, or ``None`` (installed kit, or the
-    cache turned off with ``RELAVIUM_CONFORMANCE_YAML_CACHE=0``).
+    cache turned off with ``RELAVIUM_CONFORMANCE_YAML_CACHE=0``).  ``RELAVIUM_CONFORMANCE_YAML_CACHE=DIR``
+    keeps the cache under ``DIR`` instead (``DIR/yaml``, and the shape verdicts beside it), installed or not.
 
     The same idea as the wheel's ``corpus.json``, kept up to date by use instead of by a build: one JSON
     file per YAML text, named by the SHA-256 of that exact text, so an entry can never describe a file
@@ -137,7 +140,12 @@ def yaml_cache_dir() -> Path | None:
     """
     import os
 
-    if os.environ.get(_CACHE_ENV, "1") == "0" or (_PACKAGE_DIR / "fixtures").is_dir():
+    setting = os.environ.get(_CACHE_ENV, "1")
+    if setting == "0":
+        return None
+    if setting not in ("", "1"):  # a folder: the cache lives there (the test suite points it at tmp)
+        return Path(setting) / "yaml"
+    if (_PACKAGE_DIR / "fixtures").is_dir():
         return None
     checkout = _PACKAGE_DIR.parent
     if not (checkout / "fixtures").is_dir():

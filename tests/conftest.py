@@ -54,3 +54,29 @@ def _network_audit(event: str, args: tuple[object, ...]) -> None:
 
 
 sys.addaudithook(_network_audit)
+
+
+# -- the kit's parse cache and shape verdicts live in a temporary folder while the suite runs ------------
+# (never in the checkout or the user's home); subprocesses the tests start inherit the same folder.
+_KIT_CACHE_ENV = "RELAVIUM_CONFORMANCE_YAML_CACHE"
+_kit_cache_folder: str | None = None
+
+
+def pytest_configure(config: object) -> None:
+    import os
+    import tempfile
+
+    global _kit_cache_folder
+    if os.environ.get(_KIT_CACHE_ENV) != "0":
+        _kit_cache_folder = tempfile.mkdtemp(prefix="relavium-conformance-cache-")
+        os.environ[_KIT_CACHE_ENV] = _kit_cache_folder
+
+
+def pytest_unconfigure(config: object) -> None:
+    import shutil
+
+    if _kit_cache_folder is not None:
+        from relavium_conformance._wire import shape_memo
+
+        shape_memo.forget()  # nothing left to write at exit into the folder removed here
+        shutil.rmtree(_kit_cache_folder, ignore_errors=True)

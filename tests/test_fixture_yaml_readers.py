@@ -103,3 +103,17 @@ def test_the_parse_cache_is_used_keyed_by_the_exact_text(
     monkeypatch.undo()
     monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", "0")
     assert _data.yaml_cache_dir() is None
+
+
+def test_the_parse_cache_can_be_pointed_at_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from relavium_conformance import _data
+
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(_data, "corpus_json_path", lambda: None)
+    assert _data.yaml_cache_dir() == tmp_path / "elsewhere" / "yaml"
+    case = tmp_path / "case.yaml"
+    case.write_text("title: kept elsewhere\n", encoding="utf-8")
+    assert _data.read_yaml(case) == {"title": "kept elsewhere"}
+    assert [p.name for p in (tmp_path / "elsewhere" / "yaml").iterdir()] == [
+        f"{_data._cache_key(case.read_bytes())}.json"
+    ]

@@ -28,6 +28,7 @@ from referencing.jsonschema import DRAFT202012
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitShapeError
+from relavium_conformance._wire import shape_memo
 
 __all__ = [
     "SCHEMA_DIALECT",
@@ -56,7 +57,7 @@ _FIXED = {
 class KitStrict(BaseModel):
     """Frozen, closed model with snake_case names: the kit's own files (cases, results, baselines)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)
 
 
 class KitWire(BaseModel):
@@ -70,6 +71,7 @@ class KitWire(BaseModel):
         serialize_by_alias=True,
         validate_by_name=True,
         validate_by_alias=True,
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -206,6 +208,11 @@ def shape_problem(name: str, value: Any) -> str | None:
     key = _plain_key(value)
     if key is not None and (name, key) in _SHAPE_MEMO:
         return _SHAPE_MEMO[(name, key)]
+    if key is not None:
+        found, problem = shape_memo.recall(name, key)  # judged by this same judge in an earlier run
+        if found:
+            _SHAPE_MEMO[(name, key)] = problem
+            return problem
     error = next(iter(shape_validator(name).iter_errors(value)), None)
     problem = None
     if error is not None:
@@ -215,6 +222,7 @@ def shape_problem(name: str, value: Any) -> str | None:
         if len(_SHAPE_MEMO) >= _SHAPE_MEMO_LIMIT:
             _SHAPE_MEMO.clear()
         _SHAPE_MEMO[(name, key)] = problem
+        shape_memo.remember(name, key, problem)
     return problem
 
 

@@ -1,0 +1,120 @@
+"""The lasting memo of shape verdicts: a hit gives the verdict judged before, by the same judge only; a
+corrupt, foreign or unwritable memo means judging afresh, with the same verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relavium_conformance._wire import model, shape_memo
+
+SHAPE = "session-message"
+VALUE: dict[str, Any] = {"role": "nobody", "parts": 3}
+
+
+def _fresh(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
+    """A new process, as far as the memos are concerned."""
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", str(cache))
+    monkeypatch.setattr(model, "_SHAPE_MEMO", {})
+    shape_memo.forget()
+
+
+def _judged_now(value: Any) -> str | None:
+    error = next(iter(model.shape_validator(SHAPE).iter_errors(value)), None)
+    if error is None:
+        return None
+    where = "/".join(map(str, error.absolute_path)) or "(top)"
+    return f"{where}: breaks the {SHAPE} schema ({error.validator})"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "cache"
+    _fresh(monkeypatch, folder)
+    yield folder
+    shape_memo.forget()
+
+
+def test_a_verdict_outlives_the_process_and_is_the_one_judged(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = model.shape_problem(SHAPE, VALUE)
+    assert first is not None
+    assert first == _judged_now(VALUE)
+    shape_memo._save()
+    stored = json.loads((cache / "shape-verdicts.json").read_text(encoding="utf-8"))
+    assert list(stored["verdicts"].values()) == [first]
+    _fresh(monkeypatch, cache)
+    monkeypatch.setattr(model, "shape_validator", lambda name: pytest.fail("judged again"))
+    assert model.shape_problem(SHAPE, VALUE) == first  # recalled, not judged
+
+
+def test_the_memo_file_is_what_is_recalled_and_only_for_the_same_question(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model.shape_problem(SHAPE, VALUE)
+    shape_memo._save()
+    path = cache / "shape-verdicts.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored["verdicts"] = dict.fromkeys(stored["verdicts"], "from the memo")
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    _fresh(monkeypatch, cache)
+    assert model.shape_problem(SHAPE, VALUE) == "from the memo"  # a hit really skips the judge
+    other = {**VALUE, "role": "somebody"}
+    assert model.shape_problem(SHAPE, other) == _judged_now(other)  # another value, another question
+
+
+def test_another_judge_never_reads_the_old_verdicts(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model.shape_problem(SHAPE, VALUE)
+    shape_memo._save()
+    path = cache / "shape-verdicts.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored["verdicts"] = dict.fromkeys(stored["verdicts"], "stale")
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    _fresh(monkeypatch, cache)
+    monkeypatch.setattr(shape_memo, "_judge_fingerprint", lambda: "a schema or the judge changed")
+    assert model.shape_problem(SHAPE, VALUE) == _judged_now(VALUE)
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"fingerprint": 1, "verdicts": {"a": 2}}'])
+def test_a_corrupt_memo_means_judging_afresh(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    cache.mkdir()
+    (cache / "shape-verdicts.json").write_text(content, encoding="utf-8")
+    _fresh(monkeypatch, cache)
+    assert model.shape_problem(SHAPE, VALUE) == _judged_now(VALUE)
+    shape_memo._save()  # and the corrupt file is replaced by a good one
+    assert json.loads((cache / "shape-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
+
+
+def test_an_unwritable_memo_is_silently_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    _fresh(monkeypatch, blocker / "cache")  # its folder cannot be made: a file is in the way
+    assert model.shape_problem(SHAPE, VALUE) == _judged_now(VALUE)
+    shape_memo._save()
+    assert not (blocker / "cache").exists()
+    shape_memo.forget()
+
+
+def test_the_memo_is_off_with_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", "0")
+    assert shape_memo.memo_path() is None
+
+
+def test_the_whole_corpus_loads_the_same_from_remembered_verdicts(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relavium_conformance._corpus.cases import load_transcripts
+    from relavium_conformance._corpus.vectors import load_vector_cases
+
+    cold = (load_transcripts(), load_vector_cases())
+    shape_memo._save()
+    _fresh(monkeypatch, cache)
+    monkeypatch.setattr(model, "shape_validator", lambda name: pytest.fail(f"{name} judged again"))
+    assert (load_transcripts(), load_vector_cases()) == cold
