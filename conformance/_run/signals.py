@@ -8,6 +8,11 @@ running when a durable write fails, say.  A case scripts them with named signals
 * ``after: NAME`` holds the answer until NAME was raised; then the kit yields a few turns of its loop, so
   the answer that raised NAME reaches the implementation first (over stdio: it is written first).
 
+Delivery order is all the kit controls: when the implementation has acted on an answer is not observable.
+A case whose verdict needs the earlier answer taken in before the later one marks those expectations with
+KD-USE-2 (the engine acts on callback answers in their delivery order); the yielded turns are slack for a
+kit whose answers leave through its own loop, never what a verdict rests on.
+
 A signal that is never raised leaves its waiter unanswered, so the step times out and the case fails: an
 implementation that cannot reach the scripted situation does not declare the capability the case needs.
 """
@@ -18,7 +23,7 @@ import asyncio
 
 __all__ = ["SignalWorld"]
 
-_YIELDS = 3  # loop turns after a signal, so the answer that raised it is delivered before the waiter's
+_YIELDS = 3  # slack after a signal: the answer that raised it leaves the kit before the waiter's (see above)
 
 
 class SignalWorld:
