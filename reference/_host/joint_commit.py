@@ -17,8 +17,9 @@ resolves the held-back attempt on its own (:func:`settle_deferred`), as before. 
 fails: the turn is refused, but the attempt was billed, and its resolution stays in the ledger.  A caller
 cancelled before the commit leaves it to :func:`resolve_abandoned`, which publishes nothing.
 
-Only the final attempt of a turn is held back: a tool round's resolution precedes its dispatch, and a
-writer the host gives explicitly (the kit's, over the adapter) always resolves each attempt on its own.
+Only the final attempt of a turn is held back: a tool round's resolution runs alongside the round's tools
+(``round_accounting``) and is finished before the next provider call, and a writer the host gives
+explicitly (the kit's, over the adapter) always resolves each attempt on its own.
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@ first tool can start.  The rules that do depend on the write keep it in their pa
 * a failed write latches the session at the moment it fails, so a tool of the round that has not been
   dispatched yet is refused by the dispatch check, while a tool that was already running settles and its
   outcome is recorded like any other (the spec's already-started effect);
-* a turn ended by abort still waits for the write and publishes its cost (what it spent is real); a cancel
-  abandons it, as it abandons every other wait of the turn.
+* a turn ended by abort still waits for the write and publishes its cost (what it spent is real);
+* a turn ended by ``cancel`` also waits for the write before its cost row is recorded (known usage and its
+  money stay accounted) but publishes nothing: the cancel already answered; ``cancel()`` itself never waits;
+* a caller that cancels ``send_message`` hands the write to a referenced background set (:meth:`detach`),
+  so it still completes and a failure still latches the session; nothing is published.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ class PendingResolution:
         self._publish = publish
         self._done = False
 
-    async def finish(self) -> None:
-        """Wait for the write (a cancelled waiter never cancels it), then publish its cost once.
+    async def finish(self, *, publish: bool = True) -> None:
+        """Wait for the write (a cancelled waiter never cancels it), then publish its cost once
+        (``publish=False``: the turn was cancelled; the write still lands, nothing is published).
 
         A failed write has already latched the session inside the task and publishes nothing."""
         if self._done:
@@ -47,10 +51,15 @@ class PendingResolution:
         if self._done:  # another caller finished it while this one waited
             return
         self._done = True
-        if settled is not None:
+        if settled is not None and publish:
             await self._publish(settled)
 
-    def abandon(self) -> None:
-        """Cancel the write: the session was cancelled; nothing is published."""
+    def detach(self) -> None:
+        """The caller is gone: keep the write running to its end in a referenced set; publish nothing."""
         self._done = True
-        self._task.cancel()
+        if not self._task.done():
+            _BACKGROUND.add(self._task)
+            self._task.add_done_callback(_BACKGROUND.discard)
+
+
+_BACKGROUND: set[asyncio.Task[UsageSettled | None]] = set()

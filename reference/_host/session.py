@@ -355,8 +355,8 @@ class AgentSession(SessionAutoCompaction):
             return settled
         finally:
             self._progress = None
-            if progress.accounting is not None:  # our caller was cancelled: abandon the round's write
-                progress.accounting.abandon()
+            if progress.accounting is not None:  # our caller was cancelled: the round's write still lands
+                progress.accounting.detach()
             if self._turn_task is not None and not self._turn_task.done():
                 self._turn_task.cancel()  # our caller was cancelled: do not leave the turn running
             self._turn_task = None
@@ -596,15 +596,13 @@ class AgentSession(SessionAutoCompaction):
 
     async def _finish_round_accounting(self, progress: TurnProgress) -> None:
         """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
-        usage write in flight: an abort waits for it and publishes its cost, a cancel abandons it."""
+        usage write in flight: an abort waits for it and publishes its cost; a cancel waits for it too (its
+        money belongs in the cost row) but publishes nothing."""
         pending, progress.accounting = progress.accounting, None
         if pending is None:
             return
-        if self._interrupt == "cancel":
-            pending.abandon()
-            return
         try:
-            await pending.finish()
+            await pending.finish(publish=self._interrupt != "cancel")
         except Exception:  # the sink that already ended this turn failed again: the cost row still follows
             return
 

@@ -7,6 +7,7 @@ interleaving below is forced by events, never by time (the ``wait_for`` bounds o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from enginekit import AGENT, make_session, run, text_call, tool_call
@@ -193,21 +194,64 @@ def test_an_abort_during_the_round_still_waits_for_the_write_and_records_its_mon
     assert not writer.abandoned
 
 
-def test_a_cancel_during_the_round_abandons_the_write() -> None:
+def test_a_cancel_during_the_round_keeps_the_write_and_records_its_money() -> None:
     writer, started, ran = _Writer(), asyncio.Event(), []
+    persister = _Costs()
     never = asyncio.Event()
     h = make_session(
-        calls=[_round_of_two()], tools=_tools(started, never, ran), agent=TWO_TOOLS, usage_writer=writer
+        calls=[_round_of_two()],
+        tools=_tools(started, never, ran),
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+        persister=persister,
     )
 
     async def scenario() -> Any:
         await h.session.start()
         send = asyncio.ensure_future(h.session.send_message("go"))
         await asyncio.wait_for(started.wait(), HANG_GUARD)
-        await h.session.cancel()
+        await h.session.cancel()  # answers at once: the write is still held by the test
+        assert not writer.release.is_set()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not send.done()  # the turn waits for its accounting write before its cost row
+        writer.release.set()
         return await asyncio.wait_for(send, HANG_GUARD)
 
     result = run(scenario())
     assert result.status == "cancelled"
-    assert writer.abandoned
+    assert not writer.abandoned
+    assert h.of_type("cost:updated") == []  # a cancel publishes nothing
+    assert [(c.cost_microcents, c.call_count, c.unpriced_calls) for c in persister.costs] == [(40, 1, 0)]
+
+
+def test_a_caller_cancel_during_the_round_lets_the_write_land_and_a_failure_latch() -> None:
+    writer, started, ran = _Writer(fail=True), asyncio.Event(), []
+    never = asyncio.Event()
+    h = make_session(
+        calls=[_round_of_two(), text_call("never")],
+        tools=_tools(started, never, ran),
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+    )
+
+    async def scenario() -> Any:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send.cancel()  # the caller goes away while the tool runs and the write waits
+        with contextlib.suppress(asyncio.CancelledError):
+            await send
+        writer.release.set()  # the write still runs (in the background) and fails
+        await asyncio.wait_for(writer.failed.wait(), HANG_GUARD)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return await asyncio.wait_for(h.session.send_message("again"), HANG_GUARD)
+
+    result = run(scenario())
+    assert not writer.abandoned
+    assert result.status == "failed"  # the failed write latched the session
+    assert result.error is not None
+    assert result.error.code.value == "internal"
+    assert len(h.provider.requests) == 1
     assert h.of_type("cost:updated") == []
