@@ -324,12 +324,12 @@ class AgentSession(SessionAutoCompaction):
             self._turn_task = asyncio.create_task(self._turn_body(text, policy, progress))  # pre-send, turn
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
-            await self._finish_round_accounting(progress)
+            round_failure = await self._finish_round_accounting(progress)
             if task.cancelled() or self._interrupt is not None:
-                failure = await self._record_uncommitted_cost(progress)
+                failure = await self._record_uncommitted_cost(progress) or round_failure
                 settled = await self._settle_interrupted(progress)
                 if failure is not None:
-                    raise failure  # the sink failed on the held-back attempt's cost, after the terminal
+                    raise failure  # the sink failed on a round's or the held-back cost, after the terminal
                 return settled
             error = task.exception()
             if error is not None:  # an observer failed (never a provider: those are classified)
@@ -594,17 +594,19 @@ class AgentSession(SessionAutoCompaction):
         await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
         raise failure
 
-    async def _finish_round_accounting(self, progress: TurnProgress) -> None:
+    async def _finish_round_accounting(self, progress: TurnProgress) -> Exception | None:
         """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
         usage write in flight: an abort waits for it and publishes its cost; a cancel waits for it too (its
-        money belongs in the cost row) but publishes nothing."""
+        money belongs in the cost row) but publishes nothing.  Answers the sink's failure on that cost, which
+        the caller raises after the terminal (or drops when the sink had already ended the turn)."""
         pending, progress.accounting = progress.accounting, None
         if pending is None:
-            return
+            return None
         try:
             await pending.finish(publish=self._interrupt != "cancel")
-        except Exception:  # the sink that already ended this turn failed again: the cost row still follows
-            return
+        except Exception as failure:  # the cost row still follows
+            return failure
+        return None
 
     def _joint(self) -> JointWriter | None:
         """The writer when it may commit a turn with its last resolution (asked once per writer)."""

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
 from enginekit import AGENT, make_session, run, text_call, tool_call
 
 from relavium_reference import FunctionTool, ToolOutput, ToolRegistry
@@ -255,3 +256,38 @@ def test_a_caller_cancel_during_the_round_lets_the_write_land_and_a_failure_latc
     assert result.error.code.value == "internal"
     assert len(h.provider.requests) == 1
     assert h.of_type("cost:updated") == []
+
+
+def test_an_abort_whose_round_cost_the_sink_refuses_raises_that_failure_after_the_terminal() -> None:
+    writer, started, ran = _Writer(), asyncio.Event(), []
+    persister = _Costs()
+    never = asyncio.Event()
+    h = make_session(
+        calls=[_round_of_two()],
+        tools=_tools(started, never, ran),
+        agent=TWO_TOOLS,
+        usage_writer=writer,
+        persister=persister,
+    )
+
+    async def sink(event: Any) -> None:
+        h.events.append(event)
+        if event.type == "cost:updated":
+            raise RuntimeError("observer broke")
+
+    h.session._stamper._sink = sink  # the sink fails on the round's cost, published during the abort
+
+    async def scenario() -> None:
+        await h.session.start()
+        send = asyncio.ensure_future(h.session.send_message("go"))
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        h.session.abort()
+        writer.release.set()
+        with pytest.raises(RuntimeError, match="observer broke"):
+            await asyncio.wait_for(send, HANG_GUARD)
+
+    run(scenario())
+    terminals = [e.stop_reason for e in h.of_type("session:turn_completed")]  # type: ignore[union-attr]
+    assert [str(t) for t in terminals] == ["aborted"]  # the failure is raised after the abort's terminal
+    assert len(h.of_type("cost:updated")) == 1
+    assert [(c.cost_microcents, c.call_count, c.unpriced_calls) for c in persister.costs] == [(40, 1, 0)]
