@@ -6,10 +6,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
-from relavium_conformance._run.events import check_event_shapes
+from relavium_conformance._run.events import _accepted, _arms, check_event_shapes
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
@@ -130,3 +132,51 @@ def test_unknown_field_inside_an_optional_object_is_a_warning_too() -> None:
     completed["toolHistory"][0]["isError"] = "no"
     failures, _warnings = check_event_shapes([completed])
     assert [f.path for f in failures] == ["events[0].toolHistory"]
+
+
+_ODD = st.sampled_from(
+    [None, "", "x", -1, 0, 1, 1.0, 1.5, True, False, [], [1], (1,), {}, {"a": 1}, {1: "a"}, float("nan")]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(
+            ["sessionId", "sequenceNumber", "timestamp", "nodeId", "model", "inputTokens", "extra", "type"]
+        ),
+        _ODD | st.text(max_size=3) | st.integers(-2, 2),
+        max_size=4,
+    ),
+    drop=st.sets(st.sampled_from(["sessionId", "sequenceNumber", "timestamp", "nodeId"]), max_size=2),
+)
+def test_remembered_verdicts_agree_with_the_whole_schema(changes: dict[str, Any], drop: set[str]) -> None:
+    """The payload memo (``_accepted``) answers exactly what the closed arm answers for the whole event,
+    whatever the envelope holds, asked twice (the second answer comes from the memo)."""
+    event = {**_cost(), **changes}
+    for name in drop:
+        event.pop(name, None)
+    arms, _monotone = _arms()
+    closed = arms["cost:updated"][1]
+    expected = closed.is_valid(event)
+    assert _accepted("cost:updated", closed, event) is expected
+    assert _accepted("cost:updated", closed, event) is expected
+
+
+def test_a_payload_json_cannot_hold_exactly_is_judged_whole() -> None:
+    """A tuple reads as a JSON array but the schema's ``array`` is a list only: the memo must not let
+    the list's verdict answer for the tuple (nor a text key's for an integer key)."""
+    arms, _monotone = _arms()
+    closed = arms["session:turn_completed"][1]
+    base = {
+        "type": "session:turn_completed",
+        "sessionId": "s-1",
+        "sequenceNumber": 1,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "stopReason": "stop",
+        "tokensUsed": {"input": 1, "output": 1},
+    }
+    as_list, as_tuple = {**base, "toolHistory": []}, {**base, "toolHistory": ()}
+    assert _accepted("session:turn_completed", closed, as_list) is closed.is_valid(as_list)
+    assert _accepted("session:turn_completed", closed, as_tuple) is closed.is_valid(as_tuple)
+    assert closed.is_valid(as_list) != closed.is_valid(as_tuple)
