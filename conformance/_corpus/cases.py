@@ -454,6 +454,14 @@ class Case(KitStrict):
         awaited = {a.after for a in ordered if isinstance(a, Ordered) and a.after}
         if awaited - raised:
             raise ValueError(f"after names a signal no answer raises: {', '.join(sorted(awaited - raised))}")
+        for a in ordered:  # an answer's own `then` is raised only once its `after` was met: a deadlock
+            if isinstance(a, Ordered) and a.after and a.after == a.then and a.signal != a.after:
+                others = [b for b in ordered if b is not a and isinstance(b, Ordered)]
+                if not any(a.after in (b.signal, b.then) for b in others):
+                    raise ValueError(
+                        f"after: {a.after} waits for its own then (raised only once the answer is ready)"
+                        " and no other answer raises it"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -602,6 +602,12 @@ async def execute_case(
         stderr_tail = "\n".join(tail[-20:]) if tail else None
         with contextlib.suppress(Exception):
             await adapter.recover()
+        if waits := world.signals_never_raised():  # the scripted situation was never reached
+            extra = ", ".join(c for c in case.capabilities if c != "core")
+            reason = (
+                f"signal {', '.join(waits)} never raised: the scripted situation was never reached"
+                f" (an implementation that cannot reach it must not declare {extra}); {reason}"
+            )
         leftovers = adapter.take_leftovers()  # the reason keeps room for them
         reason = "; ".join([one_line(reason, 300 - 120 * bool(leftovers)), *leftovers])
     except OperationError as exc:

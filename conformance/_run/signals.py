@@ -13,8 +13,10 @@ A case whose verdict needs the earlier answer taken in before the later one mark
 KD-USE-2 (the engine acts on callback answers in their delivery order); the yielded turns are slack for a
 kit whose answers leave through its own loop, never what a verdict rests on.
 
-A signal that is never raised leaves its waiter unanswered, so the step times out and the case fails: an
-implementation that cannot reach the scripted situation does not declare the capability the case needs.
+A signal that is never raised leaves its waiter unanswered, so the step times out and the case errors, its
+reason naming the signal and the case's capabilities: an implementation that cannot reach the scripted
+situation does not declare the capability the case needs.  An answer whose ``after`` is only its own ``then``
+is refused when the case loads (it could never be answered).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class SignalWorld:
 
     def init_signals(self) -> None:
         self._signals: dict[str, asyncio.Event] = {}
+        self._waiting: set[str] = set()
+
+    def signals_never_raised(self) -> list[str]:
+        """The signals an answer still waits for (named in the reason of a case that timed out)."""
+        return sorted(n for n in self._waiting if not self._signal(n).is_set())
 
     def _signal(self, name: str) -> asyncio.Event:
         return self._signals.setdefault(name, asyncio.Event())
@@ -42,6 +49,8 @@ class SignalWorld:
     async def wait_signal(self, name: str | None) -> None:
         if name is None:
             return
+        self._waiting.add(name)
         await self._signal(name).wait()
+        self._waiting.discard(name)
         for _ in range(_YIELDS):
             await asyncio.sleep(0)

@@ -104,6 +104,28 @@ def test_short_forms_are_accepted() -> None:
     assert case.tools[0].is_error is True
 
 
+def _ordered_case(tools: list[object]) -> dict[str, object]:
+    return {
+        "id": "a/b",
+        "title": "t",
+        "clauses": ["AS-MSG-020"],
+        "tools": tools,
+        "steps": [{"op": "start"}],
+    }
+
+
+def test_an_answer_waiting_for_its_own_then_is_refused_at_load() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="waits for its own then"):
+        Case.model_validate(_ordered_case([{"after": "x", "then": "x", "text": "t"}]))
+    # another answer raising it, or the answer's own signal (raised on arrival), breaks the cycle
+    Case.model_validate(
+        _ordered_case([{"after": "x", "then": "x", "text": "t"}, {"signal": "x", "text": "u"}])
+    )
+    Case.model_validate(_ordered_case([{"signal": "x", "after": "x", "then": "x", "text": "t"}]))
+
+
 def test_selection_by_id_area_clause_and_clause_area() -> None:
     cases = load_cases()
     first = cases[0]

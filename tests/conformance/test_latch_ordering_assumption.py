@@ -50,3 +50,22 @@ def test_a_late_latch_fails_only_the_delivery_order_expectations(lag: int, monke
     assert result.status is CaseStatus.FAILED  # the next tool reached the kit: tool_calls holds call-2
     assert result.failure_kind is FailureKind.KIT_CHOICE
     assert all("KD-USE-2" in d.kit_defined for d in result.differences)
+
+
+def test_an_engine_that_declares_the_overlap_but_resolves_first_is_told_which_signal_never_came(
+    monkeypatch: Any,
+) -> None:
+    dispatch = _turn._dispatch_round
+
+    async def sequential(setup: Any, progress: Any, result: Any, round_number: int) -> Any:
+        if progress.accounting is not None:
+            await progress.accounting.finish()  # the round's usage resolved before its first tool
+        return await dispatch(setup, progress, result, round_number)
+
+    monkeypatch.setattr(_turn, "_dispatch_round", sequential)
+    cases = tuple(c for c in load_transcripts() if c.id == CASE)
+    (result,) = run_cases_sync(resolve_adapter("reference"), cases, snapshots=False, timeout=1.0).run.cases
+    assert result.status is CaseStatus.ERRORED
+    assert result.reason is not None
+    assert "signal first-tool-running never raised" in result.reason
+    assert "must not declare usage, persistence, overlapped-usage" in result.reason
