@@ -115,7 +115,7 @@ def load_baseline(path: Path) -> Baseline:
         raise KitUsageError(f"{path}: the baseline file is not UTF-8 (byte {exc.start})") from None
     try:
         data = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
+    except (YAMLError, ValueError) as exc:  # ValueError: ruamel misreads '-_' as a float it cannot convert
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise KitUsageError(f"{path}: the baseline file is not valid YAML or JSON{where}") from None

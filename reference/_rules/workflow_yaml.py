@@ -170,7 +170,8 @@ def load_yaml(text: str) -> Any:
     try:
         _screen_events(yaml, text)
         data = yaml.load(text)
-    except YAMLError:
+    except (YAMLError, ValueError):
+        # ValueError: ruamel resolves some plain scalars as floats it then cannot convert ('-_', '._')
         raise InvalidInputError("workflow YAML is not well-formed") from None
     ensure_json_data(data)
     return data

@@ -150,6 +150,7 @@ def test_case_listed_twice_is_refused() -> None:
     ("text", "message"),
     [
         ("known_failures: [\n", "not valid YAML or JSON at line 2"),
+        ("known_failures: [-_]\n", "not valid YAML or JSON"),
         ("", "is empty"),
     ],
 )

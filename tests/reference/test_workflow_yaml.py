@@ -101,6 +101,13 @@ def test_line_break_characters_are_escaped_in_double_quotes() -> None:
     assert load_yaml(text) == {"k": "a\x85b\u2028c\rd"}
 
 
+@pytest.mark.parametrize("text", ["-_", "._", "k: -_", "- ._"])
+def test_a_scalar_ruamel_cannot_convert_is_malformed_yaml(text: str) -> None:
+    # ruamel resolves these plain scalars as floats and then raises a bare ValueError converting them
+    with pytest.raises(InvalidInputError, match="not well-formed"):
+        load_yaml(text)
+
+
 @pytest.mark.parametrize(
     "value",
     [float("nan"), float("inf"), {1: "x"}, {"k": {1, 2}}, b"bytes", ("tuple-in-a-mapping", object())],
