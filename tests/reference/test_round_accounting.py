@@ -108,19 +108,42 @@ def _tools(started: asyncio.Event, gate: asyncio.Event, ran: list[str]) -> ToolR
     )
 
 
-def test_the_round_runs_while_its_usage_write_is_in_flight() -> None:
-    writer, started, ran = _Writer(), asyncio.Event(), []
+def _round_session(
+    writer: _Writer,
+    *,
+    gate: asyncio.Event | None = None,
+    then: str | None = None,
+    persister: _Costs | None = None,
+) -> tuple[Any, asyncio.Event, list[str]]:
+    """A session whose one reply asks for the two tools; the first runs until ``gate`` is set (never,
+    by default), and ``then`` is the text of a later reply, if the test lets the turn go on."""
+    started, ran = asyncio.Event(), list[str]()
+    calls = [_round_of_two()] + ([text_call(then)] if then is not None else [])
+    extra: dict[str, Any] = {} if persister is None else {"persister": persister}
     h = make_session(
-        calls=[_round_of_two(), text_call("done")],
-        tools=_tools(started, writer.release, ran),
+        calls=calls,
+        tools=_tools(started, gate or asyncio.Event(), ran),
         agent=TWO_TOOLS,
         usage_writer=writer,
+        **extra,
     )
+    return h, started, ran
+
+
+async def _first_tool_running(h: Any, started: asyncio.Event) -> asyncio.Future[Any]:
+    """Start the session, send, and return the pending send once the first tool runs."""
+    await h.session.start()
+    send: asyncio.Future[Any] = asyncio.ensure_future(h.session.send_message("go"))
+    await asyncio.wait_for(started.wait(), HANG_GUARD)
+    return send
+
+
+def test_the_round_runs_while_its_usage_write_is_in_flight() -> None:
+    writer = _Writer()
+    h, started, ran = _round_session(writer, gate=writer.release, then="done")
 
     async def scenario() -> Any:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)  # the first tool runs; the write still waits
+        send = await _first_tool_running(h, started)  # the first tool runs; the write still waits
         assert writer.resolved_calls == 1
         assert not writer.release.is_set()
         writer.release.set()  # the tool and the write go on together
@@ -136,18 +159,12 @@ def test_the_round_runs_while_its_usage_write_is_in_flight() -> None:
 
 
 def test_a_write_failing_while_a_tool_runs_lets_it_settle_and_refuses_the_next() -> None:
-    writer, started, ran = _Writer(fail=True), asyncio.Event(), []
-    h = make_session(
-        calls=[_round_of_two(), text_call("never")],
-        tools=_tools(started, writer.failed, ran),  # the first tool answers once the write failed
-        agent=TWO_TOOLS,
-        usage_writer=writer,
-    )
+    writer = _Writer(fail=True)
+    # the first tool answers once the write failed
+    h, started, ran = _round_session(writer, gate=writer.failed, then="never")
 
     async def scenario() -> Any:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send = await _first_tool_running(h, started)
         writer.release.set()
         return await asyncio.wait_for(send, HANG_GUARD)
 
@@ -166,21 +183,11 @@ def test_a_write_failing_while_a_tool_runs_lets_it_settle_and_refuses_the_next()
 
 
 def test_an_abort_during_the_round_still_waits_for_the_write_and_records_its_money() -> None:
-    writer, started, ran = _Writer(), asyncio.Event(), []
-    persister = _Costs()
-    never = asyncio.Event()
-    h = make_session(
-        calls=[_round_of_two()],
-        tools=_tools(started, never, ran),
-        agent=TWO_TOOLS,
-        usage_writer=writer,
-        persister=persister,
-    )
+    writer, persister = _Writer(), _Costs()
+    h, started, _ran = _round_session(writer, persister=persister)
 
     async def scenario() -> Any:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send = await _first_tool_running(h, started)
         h.session.abort()  # the running tool is abandoned; its round's write is not
         for _ in range(5):
             await asyncio.sleep(0)
@@ -196,21 +203,11 @@ def test_an_abort_during_the_round_still_waits_for_the_write_and_records_its_mon
 
 
 def test_a_cancel_during_the_round_keeps_the_write_and_records_its_money() -> None:
-    writer, started, ran = _Writer(), asyncio.Event(), []
-    persister = _Costs()
-    never = asyncio.Event()
-    h = make_session(
-        calls=[_round_of_two()],
-        tools=_tools(started, never, ran),
-        agent=TWO_TOOLS,
-        usage_writer=writer,
-        persister=persister,
-    )
+    writer, persister = _Writer(), _Costs()
+    h, started, _ran = _round_session(writer, persister=persister)
 
     async def scenario() -> Any:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send = await _first_tool_running(h, started)
         await h.session.cancel()  # answers at once: the write is still held by the test
         assert not writer.release.is_set()
         for _ in range(5):
@@ -227,19 +224,11 @@ def test_a_cancel_during_the_round_keeps_the_write_and_records_its_money() -> No
 
 
 def test_a_caller_cancel_during_the_round_lets_the_write_land_and_a_failure_latch() -> None:
-    writer, started, ran = _Writer(fail=True), asyncio.Event(), []
-    never = asyncio.Event()
-    h = make_session(
-        calls=[_round_of_two(), text_call("never")],
-        tools=_tools(started, never, ran),
-        agent=TWO_TOOLS,
-        usage_writer=writer,
-    )
+    writer = _Writer(fail=True)
+    h, started, _ran = _round_session(writer, then="never")
 
     async def scenario() -> Any:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send = await _first_tool_running(h, started)
         send.cancel()  # the caller goes away while the tool runs and the write waits
         with contextlib.suppress(asyncio.CancelledError):
             await send
@@ -259,16 +248,8 @@ def test_a_caller_cancel_during_the_round_lets_the_write_land_and_a_failure_latc
 
 
 def test_an_abort_whose_round_cost_the_sink_refuses_raises_that_failure_after_the_terminal() -> None:
-    writer, started, ran = _Writer(), asyncio.Event(), []
-    persister = _Costs()
-    never = asyncio.Event()
-    h = make_session(
-        calls=[_round_of_two()],
-        tools=_tools(started, never, ran),
-        agent=TWO_TOOLS,
-        usage_writer=writer,
-        persister=persister,
-    )
+    writer, persister = _Writer(), _Costs()
+    h, started, _ran = _round_session(writer, persister=persister)
 
     async def sink(event: Any) -> None:
         h.events.append(event)
@@ -278,9 +259,7 @@ def test_an_abort_whose_round_cost_the_sink_refuses_raises_that_failure_after_th
     h.session._stamper._sink = sink  # the sink fails on the round's cost, published during the abort
 
     async def scenario() -> None:
-        await h.session.start()
-        send = asyncio.ensure_future(h.session.send_message("go"))
-        await asyncio.wait_for(started.wait(), HANG_GUARD)
+        send = await _first_tool_running(h, started)
         h.session.abort()
         writer.release.set()
         with pytest.raises(RuntimeError, match="observer broke"):
