@@ -223,12 +223,30 @@ def _code_roots() -> list[Path]:
     return [Path(__file__).resolve().parent.parent, Path(relavium_reference.__file__).resolve().parent]
 
 
+def _loader_reads_only(fixtures: Path) -> bool:
+    """Whether the case folders the loader reads, as this process has it, are inside ``fixtures`` (the
+    keyed folder).  They are unless a test has pointed ``transcripts_dir``/``vectors_dir`` elsewhere; a
+    loader module not imported yet cannot have been, and is not imported to ask."""
+    folders: list[Path] = []
+    for name, function in (("cases", "transcripts_dir"), ("vectors", "vectors_dir")):
+        module = sys.modules.get(f"relavium_conformance._corpus.{name}")
+        if module is not None:
+            folders.append(getattr(module, function)())
+    keyed = fixtures.resolve()
+    return all(folder.resolve().is_relative_to(keyed) for folder in folders)
+
+
 def _current_key() -> str | None:
+    """The key of the corpus as it is now, or ``None``: no index may be used or kept (a file cannot be
+    read, or the loader reads cases from outside the keyed fixtures)."""
     from relavium_conformance._data import fixtures_dir, schemas_dir
 
+    fixtures = fixtures_dir()
+    if not _loader_reads_only(fixtures):
+        return None
     environment = [sys.version, sys.implementation.cache_tag or "", *_installed()]
     try:
-        return corpus_key(fixtures_dir(), _code_roots(), schemas_dir(), environment)
+        return corpus_key(fixtures, _code_roots(), schemas_dir(), environment)
     except OSError:
         return None  # (an unreadable file: the full load reports it, if it matters)
 

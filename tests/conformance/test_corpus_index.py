@@ -155,6 +155,26 @@ def test_a_changed_kit_or_library_is_never_answered_from_the_old_index(
     assert loads == [1, 1, 1]  # the new key's index, kept by the load before
 
 
+@pytest.mark.parametrize(
+    "target",
+    [
+        "relavium_conformance._corpus.vectors.vectors_dir",
+        "relavium_conformance._corpus.cases.transcripts_dir",
+    ],
+)
+def test_a_loader_reading_outside_the_keyed_fixtures_neither_uses_nor_keeps_an_index(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int], target: str
+) -> None:
+    corpus_index()
+    path = cache / "corpus-index.json"
+    kept = path.read_bytes()
+    monkeypatch.setattr(target, lambda: tmp_path / "elsewhere")  # what a test's stand-in folder does
+    corpus_index()
+    corpus_index()
+    assert loads == [1, 1, 1]
+    assert path.read_bytes() == kept
+
+
 @pytest.fixture
 def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the kit's fixtures (snapshots left out) that the kit reads instead of its own."""
