@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction, error_line
-from relavium_conformance._report.results import ExitCode
+from relavium_conformance._report.exit_status import ExitCode
 
 __all__ = ["main"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.results import ExitCode
+from relavium_conformance._report.exit_status import ExitCode
 
 __all__ = [
     "EXIT_USAGE",

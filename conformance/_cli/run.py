@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from relavium_conformance._cli._common import (
     PROG,
@@ -18,12 +18,23 @@ from relavium_conformance._cli._common import (
     suggest,
 )
 from relavium_conformance._connect import ADAPTER_NAMES_HELP
-from relavium_conformance._corpus.cases import AnyCase, select_cases
-from relavium_conformance._corpus.selection import exclude_cases, gather_cases
+from relavium_conformance._corpus.index import (
+    CaseEntry,
+    Selectable,
+    corpus_index,
+    entry_of,
+    exclude_cases,
+    select_cases,
+)
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.results import ExitCode
+from relavium_conformance._report.exit_status import ExitCode
+
+if TYPE_CHECKING:
+    from relavium_conformance._corpus.cases import AnyCase
 
 __all__ = ["register", "run_command"]
+
+S = TypeVar("S", bound=Selectable)
 
 
 def register(subparsers: Any) -> None:
@@ -177,7 +188,7 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _select(args: argparse.Namespace, all_cases: tuple[AnyCase, ...]) -> tuple[AnyCase, ...]:
+def _select(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tuple[S, ...]:
     """The selected cases; each pattern that matched nothing is named on stderr."""
     cases = select_cases(all_cases, args.select)
     unmatched = [pattern for pattern in args.select if not select_cases(all_cases, [pattern])]
@@ -200,16 +211,33 @@ def _run(args: argparse.Namespace) -> int:
         from relavium_conformance._cli.store_profile import run_store_profile
 
         return run_store_profile(args)
-    all_cases = gather_cases(args.cases)
-    cases = exclude_cases(_select(args, all_cases), args.exclude)
     if args.list:
-        for case in cases:
-            print(f"{case.id}  [{', '.join(case.clauses)}]")
+        return _list(args)
+    from relavium_conformance._corpus.selection import gather_cases
+
+    all_cases: tuple[AnyCase, ...] = gather_cases(args.cases)
+    cases = exclude_cases(_select(args, all_cases), args.exclude)
     if not cases:
         error_line("run", "no case matches the selection")
         return int(ExitCode.NO_CASES)
-    if args.list:
-        return 0
     from relavium_conformance._cli.run_cases import execute  # what running needs, not --list
 
     return execute(args, all_cases, cases)
+
+
+def _list(args: argparse.Namespace) -> int:
+    """``--list``: the kit's corpus from its index (no case models built while nothing changed); a port's
+    own cases (``--cases``) from the full load."""
+    if args.cases:
+        from relavium_conformance._corpus.selection import gather_cases
+
+        everything = tuple(entry_of(case) for case in gather_cases(args.cases))
+    else:
+        everything = corpus_index()
+    entries: tuple[CaseEntry, ...] = exclude_cases(_select(args, everything), args.exclude)
+    for entry in entries:
+        print(f"{entry.id}  [{', '.join(entry.clauses)}]")
+    if not entries:
+        error_line("run", "no case matches the selection")
+        return int(ExitCode.NO_CASES)
+    return 0

@@ -25,7 +25,7 @@ __all__ = ["run_store_profile"]
 
 def run_store_profile(args: argparse.Namespace) -> int:
     all_cases = load_store_cases()
-    cases = select_cases(all_cases, args.select)  # type: ignore[arg-type]
+    cases = select_cases(all_cases, args.select)
     if args.list:
         for case in cases:
             print(f"{case.id}  [{', '.join(case.clauses)}]")
@@ -43,7 +43,7 @@ def run_store_profile(args: argparse.Namespace) -> int:
     run, _hello = asyncio.run(
         run_store_cases(
             factory,
-            cases,  # type: ignore[arg-type]
+            cases,
             timeout=args.timeout,
             on_case_start=reporter.on_case_start,
             on_case_end=reporter.on_case_end,

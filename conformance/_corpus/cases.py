@@ -26,13 +26,13 @@ see ``_vectors.py``): a run, a selection and a listing see both kinds, sorted by
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from relavium_conformance._corpus.catalogue import CAPABILITIES
+from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._corpus.provider_errors import ProviderErrorStep
 from relavium_conformance._corpus.vectors import VectorCase, load_vector_cases
 from relavium_conformance._data import fixtures_dir, read_yaml
@@ -77,6 +77,7 @@ __all__ = [
     "load_cases",
     "load_transcripts",
     "load_transcripts_from",
+    "read_corpus",
     "select_cases",
     "snapshot_path",
     "transcript_schema",
@@ -534,29 +535,16 @@ AnyCase = Case | VectorCase
 """A conformance case: a golden transcript, or a vector file of a pure function."""
 
 
-@functools.cache
-def load_cases() -> tuple[AnyCase, ...]:
-    """Every golden transcript and every vector case, sorted by id. Finding none of either is an error."""
+def read_corpus() -> tuple[AnyCase, ...]:
+    """Every golden transcript and every vector case, sorted by id, read afresh from the files (finding
+    none of either is an error); :func:`load_cases` is the same, read once per process."""
     return tuple(sorted((*load_transcripts(), *load_vector_cases()), key=lambda c: c.id))
 
 
-def select_cases(cases: tuple[AnyCase, ...], patterns: list[str]) -> tuple[AnyCase, ...]:
-    """Keep cases whose id, area or a cited clause (or clause area, e.g. ``AS-CAP``) matches a pattern.
-
-    Patterns are exact ids/areas/clause ids or shell-style globs (``lifecycle/*``, ``AS-LIFE-0*``); a
-    vector case also answers to its suite (``vectors/export``).
-    """
-    if not patterns:
-        return cases
-    import fnmatch
-
-    def matches(case: AnyCase, pattern: str) -> bool:
-        keys = [case.id, case.area, *case.clauses, *{re.sub(r"-\d{3}$", "", c) for c in case.clauses}]
-        if isinstance(case, VectorCase):
-            keys.append(f"{case.area}/{case.suite}")
-        return any(fnmatch.fnmatchcase(key, pattern) for key in keys)
-
-    return tuple(c for c in cases if any(matches(c, p) for p in patterns))
+@functools.cache
+def load_cases() -> tuple[AnyCase, ...]:
+    """Every golden transcript and every vector case, sorted by id. Finding none of either is an error."""
+    return read_corpus()
 
 
 def transcript_schema() -> dict[str, Any]:

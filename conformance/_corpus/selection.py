@@ -11,19 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relavium_conformance._corpus.cases import AnyCase, load_cases, load_transcripts_from, select_cases
+from relavium_conformance._corpus.cases import AnyCase, load_cases, load_transcripts_from
 from relavium_conformance._corpus.catalogue import unknown_ids
+from relavium_conformance._corpus.index import exclude_cases
 from relavium_conformance._errors import KitUsageError
 
 __all__ = ["exclude_cases", "gather_cases"]
-
-
-def exclude_cases(cases: tuple[AnyCase, ...], patterns: Sequence[str]) -> tuple[AnyCase, ...]:
-    """Drop the cases any pattern matches (the matching of :func:`select_cases`)."""
-    if not patterns:
-        return cases
-    dropped = {case.id for case in select_cases(cases, list(patterns))}
-    return tuple(case for case in cases if case.id not in dropped)
 
 
 def gather_cases(extra_dirs: Sequence[Path] = ()) -> tuple[AnyCase, ...]:

@@ -15,13 +15,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AwareDatetime, Field, JsonValue, field_validator, model_validator
 
 from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._report.exit_status import ExitCode
 from relavium_conformance._report.sanitize import clean_text, strict_json
 from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_conformance._wire.model import KitStrict
@@ -596,18 +597,6 @@ class RunResult(KitStrict):
 
 
 # --- exit status -------------------------------------------------------------------------------------
-
-
-class ExitCode(IntEnum):
-    """The process exit status of ``relavium-conformance run`` (documented in ``docs/results.md``)."""
-
-    OK = 0  # every case passed, was unsupported, or failed as the baseline expects, and nothing is stale
-    FAILED = 1  # a failure the baseline does not list, a stale baseline entry, or a required capability
-    # the implementation did not declare
-    USAGE = 2  # a bad option or a malformed case, catalogue or baseline file
-    NOT_STARTED = 3  # the implementation could not be started for any case (every attempt failed its start)
-    NO_CASES = 4  # the selection is empty
-    INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT): the finished cases are reported, marked interrupted
 
 
 def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:

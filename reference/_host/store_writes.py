@@ -6,8 +6,9 @@ writer lease and maps errors; these functions only write.  What they keep cheap,
 * a write checks that its session is live with one indexed ``SELECT 1`` (it needs nothing more of the
   row);
 * a completed turn's rows go in with one prebuilt ``executemany``, and the messages returned are the
-  ones each row's own reader rebuilt before it was written (``stored_message``): SQLite keeps these text
-  and integer values as given, so there is no read-back through the connection;
+  ones each row's own reader rebuilt before it was written (the load's fast reader for the rows the
+  engine writes, else ``stored_message``): SQLite keeps these text and integer values as given, so there
+  is no read-back through the connection;
 * every statement text is fixed, so SQLite's statement cache prepares each once per connection.
 """
 
@@ -15,11 +16,18 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from typing import Any
 
 from relavium_reference._model.messages import SessionMessage, message_text
-from relavium_reference._model.records import CompletedTurn, CostEntry, derive_title
-from relavium_reference._rules.store_fast import MESSAGE_COLUMNS
-from relavium_reference._rules.store_rows import StoreError, iso_from_ms, message_row, stored_message
+from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, derive_title
+from relavium_reference._rules.store_fast import MESSAGE_COLUMNS, fast_message
+from relavium_reference._rules.store_rows import (
+    StoreError,
+    iso_from_ms,
+    message_row,
+    stored_message,
+    values_row,
+)
 
 __all__ = ["add_cost", "check_live", "insert_message", "next_sequence", "write_turn"]
 
@@ -47,7 +55,13 @@ _ADD_TOTALS = (
     "total_output_tokens = total_output_tokens + ?, "
     "total_cost_microcents = total_cost_microcents + ? WHERE id = ?"
 )
-_TITLE = "UPDATE agent_sessions SET title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+#: A turn's totals, title (while the session has none) and ``updated_at``: one statement on the session row.
+_TURN_SESSION = (
+    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
+    "total_output_tokens = total_output_tokens + ?, "
+    "total_cost_microcents = total_cost_microcents + ?, "
+    "title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+)
 
 
 def check_live(db: sqlite3.Connection, session_id: str) -> None:
@@ -75,26 +89,84 @@ def write_turn(
     first = next_sequence(db, session_id)
     last = len(turn.rows) - 1
     stored = [
-        stored_message(
-            draft.to_message(
-                session_id=session_id,
-                sequence_number=first + offset,
-                message_id=str(uuid.uuid4()),
-                timestamp=stamp,
-            ),
-            turn.finish_reason if offset == last else None,
+        _stored(
+            draft,
+            session_id=session_id,
+            sequence=first + offset,
+            message_id=str(uuid.uuid4()),
+            now=now,
+            stamp=stamp,
+            finish_reason=turn.finish_reason if offset == last else None,
         )
         for offset, draft in enumerate(turn.rows)
     ]
     db.executemany(_INSERT_MESSAGE, [row for row, _message in stored])
     for entry in turn.costs:
-        add_cost(db, session_id, entry, now)
-    db.execute(_TITLE, (title or derive_title(message_text(turn.user.content)), now, session_id))
+        _upsert_cost(db, session_id, entry, now)
+    db.execute(
+        _TURN_SESSION,
+        (
+            turn.input_tokens,
+            turn.output_tokens,
+            turn.cost_microcents,
+            title or derive_title(message_text(turn.user.content)),
+            now,
+            session_id,
+        ),
+    )
     return tuple(message for _row, message in stored)
+
+
+def _stored(
+    draft: MessageDraft,
+    *,
+    session_id: str,
+    sequence: int,
+    message_id: str,
+    now: int,
+    stamp: str,
+    finish_reason: str | None,
+) -> tuple[dict[str, Any], SessionMessage]:
+    """One draft's row and the message a load will return for it.
+
+    A draft that leaves its id and timestamp to the store (every row the engine writes) becomes the row
+    its values give, and the load's own fast reader decides that row (:func:`fast_message`: every field
+    checked against the model's rule, the denormalised columns against the body).  Whatever it does not
+    decide takes the full path: the message validated, its row built and read back by the full reader,
+    refused exactly as before.  Both paths give the same row (``values_row``) and the same message
+    (``tests/reference/test_store_writes.py``).  ``stamp`` is ``now`` as ISO text.
+    """
+    if draft.id is None and draft.timestamp is None:
+        row = values_row(
+            message_id=message_id,
+            session_id=session_id,
+            sequence_number=sequence,
+            role=draft.role,
+            content=draft.content,
+            model_id=draft.model_id,
+            dropped_through=None,
+            created_at=now,
+            finish_reason=finish_reason,
+        )
+        message = fast_message((*(row[name] for name in MESSAGE_COLUMNS), None))
+        if message is not None:
+            return row, message
+    return stored_message(
+        draft.to_message(
+            session_id=session_id, sequence_number=sequence, message_id=message_id, timestamp=stamp
+        ),
+        finish_reason,
+    )
 
 
 def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
     """Add one cost entry to its ``(model, legacy)`` row and to the session's totals (one cost writer)."""
+    _upsert_cost(db, session_id, entry, now)
+    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))
+
+
+def _upsert_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
+    """Add one cost entry to its ``(model, legacy)`` row; the caller moves the totals with it."""
     db.execute(
         _ADD_COST,
         (
@@ -111,4 +183,3 @@ def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int
             now,
         ),
     )
-    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))

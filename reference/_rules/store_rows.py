@@ -19,8 +19,10 @@ from relavium_reference._model.errors import DependencyError, InvalidInputError
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     SessionMessage,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
+    message_text,
     parse_agent_session_record,
     parse_session_message,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "session_row",
     "stored_message",
     "strict_json",
+    "values_row",
 ]
 
 #: The fixed messages of :class:`StoreError` (KD-DB-4), keyed by a stable code.
@@ -189,16 +192,21 @@ def derive_columns(message: SessionMessage, finish_reason: str | None = None) ->
     * ``finish_reason``: only on assistant rows: ``tool_use`` for a call row, and for any other
       assistant row the given terminal reason (default ``stop``).
     """
-    calls = [part.to_wire() for part in message.content if isinstance(part, ToolCallPart)]
-    result = next((p for p in message.content if isinstance(p, ToolResultPart)), None)
+    return _derived(message.role, message.content, finish_reason)
+
+
+def _derived(role: str, content: tuple[Any, ...], finish_reason: str | None) -> MessageColumns:
+    calls = [part.to_wire() for part in content if isinstance(part, ToolCallPart)]
+    result = next((p for p in content if isinstance(p, ToolResultPart)), None)
     reason: str | None = None
-    if message.role == "assistant":
+    if role == "assistant":
         reason = "tool_use" if calls else (finish_reason or "stop")
+    has_text = any(isinstance(part, TextPart) for part in content)
     return {
-        "content": message.text if message.has_text_part else None,
+        "content": message_text(content) if has_text else None,
         "tool_calls": _dumps(calls) if calls else None,
-        "tool_call_id": result.tool_call_id if message.role == "tool" and result else None,
-        "name": result.name if message.role == "tool" and result else None,
+        "tool_call_id": result.tool_call_id if role == "tool" and result else None,
+        "name": result.name if role == "tool" and result else None,
         "finish_reason": reason,
     }
 
@@ -264,23 +272,52 @@ def stored_message(
     The write side passes the read side's checks, so the one read both proves the row and gives the
     stored form (a caller's timestamp in UTC milliseconds) without reading it back from the database.
     """
-    row: dict[str, Any] = {
-        "id": message.id,
-        "session_id": message.session_id,
-        "sequence_number": message.sequence_number,
-        "role": message.role,
-        "content_parts": _dumps([part.to_wire() for part in message.content]),
-        "model_id": message.model_id,
-        "compaction_dropped_through_sequence": (
-            message.compaction.dropped_through_sequence if message.compaction else None
-        ),
-        "created_at": epoch_ms(message.timestamp, location="timestamp"),
-        **derive_columns(message, finish_reason),
-    }
+    row = values_row(
+        message_id=message.id,
+        session_id=message.session_id,
+        sequence_number=message.sequence_number,
+        role=message.role,
+        content=message.content,
+        model_id=message.model_id,
+        dropped_through=message.compaction.dropped_through_sequence if message.compaction else None,
+        created_at=epoch_ms(message.timestamp, location="timestamp"),
+        finish_reason=finish_reason,
+    )
     try:
         return row, message_from_row(row)
     except StoreError:
         raise InvalidInputError("this value cannot be stored and read back", location="timestamp") from None
+
+
+def values_row(
+    *,
+    message_id: str,
+    session_id: str,
+    sequence_number: int,
+    role: str,
+    content: tuple[Any, ...],
+    model_id: str | None,
+    dropped_through: int | None,
+    created_at: int,
+    finish_reason: str | None,
+) -> dict[str, Any]:
+    """The ``session_messages`` row of a message with these values (``created_at`` in epoch ms), unchecked.
+
+    :func:`stored_message` builds every row with it and then reads the row back.  A writer that builds a
+    row straight from values it holds (a turn's drafts) gets the same row, and must have it decided by
+    the store's reader before it writes it.
+    """
+    return {
+        "id": message_id,
+        "session_id": session_id,
+        "sequence_number": sequence_number,
+        "role": role,
+        "content_parts": _dumps([part.to_wire() for part in content]),
+        "model_id": model_id,
+        "compaction_dropped_through_sequence": dropped_through,
+        "created_at": created_at,
+        **_derived(role, content, finish_reason),
+    }
 
 
 def _readable(read: Any, row: dict[str, Any], location: str) -> None:

@@ -1,0 +1,336 @@
+"""The corpus index (``run --list`` without building the case models): it lists what the full load
+lists; a changed fixture, kit file or installed library is a new key; a corrupt, foreign or unwritable
+index means the full load; a corpus that fails to load is reported every time and never kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from relavium_conformance import _data
+from relavium_conformance._corpus import cases as cases_module
+from relavium_conformance._corpus import index
+from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.index import CaseEntry, corpus_index, corpus_key, entry_of, select_cases
+from relavium_conformance._errors import KitUsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).with_name("relavium-conformance")
+TRANSCRIPT = "lifecycle/abort-and-cancel-together-approval-pending"
+
+
+def _expected() -> tuple[CaseEntry, ...]:
+    return tuple(entry_of(case) for case in load_cases())
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", str(folder))
+    return folder
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the full loads; each one answers the (process-cached) real corpus."""
+    calls: list[int] = []
+
+    def counted() -> tuple[object, ...]:
+        calls.append(1)
+        return load_cases()
+
+    monkeypatch.setattr(cases_module, "read_corpus", counted)
+    return calls
+
+
+def _forbid_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cases_module, "read_corpus", lambda: pytest.fail("the full load ran"))
+
+
+def test_the_index_lists_what_the_full_load_lists(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _expected()
+    assert {entry.suite for entry in expected} > {None}  # transcripts and vector cases alike
+    assert corpus_index() == expected  # cold: the full load, then kept
+    assert (cache / "corpus-index.json").is_file()
+    _forbid_loading(monkeypatch)
+    assert corpus_index() == expected  # warm: from the file alone
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "lifecycle/*",
+        "AS-LIFE-0*",
+        "AS-CAP",
+        "vectors",
+        "vectors/export",
+        "*-over-http",
+        TRANSCRIPT,
+        "nothing",
+    ],
+)
+def test_entries_select_exactly_the_cases_the_case_objects_select(pattern: str) -> None:
+    everything = load_cases()
+    by_case = [case.id for case in select_cases(everything, [pattern])]
+    by_entry = [entry.id for entry in select_cases(_expected(), [pattern])]
+    assert by_entry == by_case
+    assert (by_case != []) == (pattern != "nothing")
+
+
+def test_a_warm_listing_is_what_the_file_says(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    corpus_index()
+    path = cache / "corpus-index.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored["cases"][0]["title"] = "planted in the index"
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    assert corpus_index()[0].title == "planted in the index"  # a hit really skips the load
+    assert loads == [1]
+
+
+def _tree(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    root = tmp_path / name
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_key_follows_every_byte_it_rests_on(tmp_path: Path) -> None:
+    fixtures = _tree(
+        tmp_path, "fixtures", {"transcripts/a/b.yaml": "id: a/b\n", "transcripts/a/b.snapshot.json": "{}"}
+    )
+    code = _tree(tmp_path, "code", {"pkg/mod.py": "X = 1\n", "pkg/__pycache__/mod.pyc": "bytecode"})
+    schemas = _tree(tmp_path, "schemas", {"s.schema.json": "{}"})
+
+    def key(environment: tuple[str, ...] = ("pydantic-2.dist-info",)) -> str:
+        return corpus_key(fixtures, [code], schemas, environment)
+
+    first = key()
+    assert key() == first  # the same bytes, the same key
+    changes: list[Callable[[], object]] = [
+        lambda: (fixtures / "transcripts/a/b.yaml").write_text("id: a/c\n", encoding="utf-8"),
+        lambda: (fixtures / "transcripts/a/new.yaml").write_text("", encoding="utf-8"),
+        lambda: (fixtures / "transcripts/a/new.yaml").rename(fixtures / "transcripts/a/renamed.yaml"),
+        lambda: (code / "pkg/mod.py").write_text("X = 2\n", encoding="utf-8"),
+        lambda: (schemas / "s.schema.json").write_text('{"type": "object"}', encoding="utf-8"),
+    ]
+    seen = {first}
+    for change in changes:
+        change()
+        assert key() not in seen
+        seen.add(key())
+    assert key(("pydantic-3.dist-info",)) not in seen  # another library version
+    now = key()
+    (fixtures / "transcripts/a/b.snapshot.json").write_text('{"x": 1}', encoding="utf-8")  # a run reads it
+    (code / "pkg/__pycache__/mod.pyc").write_text("other bytecode", encoding="utf-8")
+    (code / "pkg/notes.txt").write_text("not code", encoding="utf-8")
+    assert key() == now
+
+
+def test_a_changed_kit_or_library_is_never_answered_from_the_old_index(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    code = _tree(tmp_path, "kit", {"judge.py": "STRICT = True\n"})
+    roots = index._code_roots()
+    monkeypatch.setattr(index, "_code_roots", lambda: [*roots, code])
+    corpus_index()
+    corpus_index()
+    assert loads == [1]
+    (code / "judge.py").write_text("STRICT = False\n", encoding="utf-8")
+    assert corpus_index() == _expected()
+    assert loads == [1, 1]
+    monkeypatch.setattr(index, "_installed", lambda: ["pydantic-99.0.dist-info"])
+    corpus_index()
+    assert loads == [1, 1, 1]
+    corpus_index()
+    assert loads == [1, 1, 1]  # the new key's index, kept by the load before
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "relavium_conformance._corpus.vectors.vectors_dir",
+        "relavium_conformance._corpus.cases.transcripts_dir",
+    ],
+)
+def test_a_loader_reading_outside_the_keyed_fixtures_neither_uses_nor_keeps_an_index(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int], target: str
+) -> None:
+    corpus_index()
+    path = cache / "corpus-index.json"
+    kept = path.read_bytes()
+    monkeypatch.setattr(target, lambda: tmp_path / "elsewhere")  # what a test's stand-in folder does
+    corpus_index()
+    corpus_index()
+    assert loads == [1, 1, 1]
+    assert path.read_bytes() == kept
+
+
+@pytest.fixture
+def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the kit's fixtures (snapshots left out) that the kit reads instead of its own."""
+    copy = tmp_path / "fixtures"
+    shutil.copytree(_data.fixtures_dir(), copy, ignore=shutil.ignore_patterns("*.snapshot.json"))
+    real = _data.data_root
+
+    def root(kind: str) -> Path:
+        return copy if kind == "fixtures" else real(kind)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_data, "data_root", root)
+    return copy
+
+
+def test_an_edited_fixture_is_listed_as_edited_and_a_broken_one_is_reported_every_time(
+    cache: Path, fixtures_copy: Path
+) -> None:
+    expected = _expected()
+    assert corpus_index() == expected
+    path = cache / "corpus-index.json"
+    kept = path.read_bytes()
+    case_file = fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml"
+    text = case_file.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title: "))
+    case_file.write_text(text.replace(title, "title: an edited title"), encoding="utf-8")
+    edited = corpus_index()
+    assert [e.title for e in edited if e.id == TRANSCRIPT] == ["an edited title"]
+    assert [e for e in edited if e.id != TRANSCRIPT] == [e for e in expected if e.id != TRANSCRIPT]
+    assert path.read_bytes() != kept  # kept afresh, under the new key
+    kept = path.read_bytes()
+
+    case_file.write_text(text + "no_such_key: 1\n", encoding="utf-8")
+    with pytest.raises(KitUsageError) as first:
+        corpus_index()
+    with pytest.raises(KitUsageError) as again:
+        corpus_index()  # the failure was not kept: the full load reports it again
+    assert str(first.value) == str(again.value)
+    assert str(case_file) in str(first.value)
+    assert "no_such_key" in str(first.value)
+    with pytest.raises(KitUsageError) as full:
+        cases_module.read_corpus()
+    assert str(full.value) == str(first.value)  # exactly the full load's error
+    assert path.read_bytes() == kept  # nothing written for the broken corpus
+
+    case_file.write_text(text, encoding="utf-8")  # put back: the first key again, answered afresh
+    assert corpus_index() == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not json",
+        b"\xff\xfe\x00",
+        b"[]",
+        b'{"format": 2, "key": "KEY", "cases": []}',
+        b'{"format": 1, "key": "KEY", "cases": []}',
+        b'{"format": 1, "key": "KEY", "cases": [{"id": "x/y"}]}',
+        b'{"format": 1, "key": "KEY", "cases": [{"id": 1, "title": "t", "area": "x", "clauses": [],'
+        b' "capabilities": [], "suite": null}]}',
+        b'{"format": 1, "key": "KEY", "cases": [{"id": "x/y", "title": "t", "area": "x", "clauses": "AS",'
+        b' "capabilities": [], "suite": null}]}',
+        b'{"format": 1, "key": "another key", "cases": [{"id": "x/y", "title": "t", "area": "x",'
+        b' "clauses": [], "capabilities": [], "suite": null}]}',
+    ],
+)
+def test_a_corrupt_or_foreign_index_means_the_full_load_and_is_replaced(
+    cache: Path, loads: list[int], content: bytes
+) -> None:
+    key = index._current_key()
+    assert key is not None
+    cache.mkdir(parents=True)
+    path = cache / "corpus-index.json"
+    path.write_bytes(content.replace(b'"KEY"', json.dumps(key).encode()))
+    assert corpus_index() == _expected()
+    assert loads == [1]
+    assert index._read_index(path, key) == _expected()  # replaced by a good one
+    assert [p.name for p in cache.iterdir()] == ["corpus-index.json"]  # no temporary file left
+
+
+def test_an_unwritable_place_or_the_cache_turned_off_means_no_index_and_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", str(blocker / "cache"))
+    assert corpus_index() == _expected()
+    assert corpus_index() == _expected()
+    assert loads == [1, 1]
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", "0")
+    assert index.index_path() is None
+    assert corpus_index() == _expected()
+    assert loads == [1, 1, 1]
+
+
+def test_a_corpus_that_changes_while_it_loads_is_not_kept(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    keys = iter(["before the load", "after the load"])
+    monkeypatch.setattr(index, "_current_key", lambda: next(keys))
+    assert corpus_index() == _expected()
+    assert not (cache / "corpus-index.json").exists()
+
+
+@pytest.fixture(scope="module")
+def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder for the command line, its YAML parse cache warmed from the suite's when it has one."""
+    folder = tmp_path_factory.mktemp("cli-cache")
+    suite = os.environ.get("RELAVIUM_CONFORMANCE_YAML_CACHE", "")
+    if suite not in ("", "0", "1") and Path(suite, "yaml").is_dir():
+        shutil.copytree(Path(suite, "yaml"), folder / "yaml")
+    return folder
+
+
+def _listing(args: list[str], cache_folder: Path) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [str(CLI), "run", "--list", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": str(cache_folder)},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        [
+            "--select",
+            "lifecycle/*",
+            "--select",
+            "vectors/export",
+            "--select",
+            "lifecycl",
+            "--exclude",
+            "AS-LIFE-016",
+        ],
+        ["--select", "nothing-at-all"],
+    ],
+)
+def test_run_list_prints_the_same_bytes_from_the_index_as_from_the_full_load(
+    cli_cache: Path, args: list[str]
+) -> None:
+    path = cli_cache / "corpus-index.json"
+    path.unlink(missing_ok=True)
+    full = _listing(args, cli_cache)  # no index: the full load, which writes one
+    kept = path.read_bytes()
+    from_index = _listing(args, cli_cache)
+    assert from_index == full
+    assert path.read_bytes() == kept  # read, not rewritten
+    if args == ["--select", "nothing-at-all"]:
+        assert full[0] == 4
+        assert "no case matches the selection" in full[2]
+    else:
+        assert full[0] == 0
+        assert full[1].count("\n") > 10
