@@ -36,9 +36,7 @@ from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, Stdio
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
-__all__ = ["RunInterrupted", "RunOutcome", "SnapshotTexts", "run_cases", "run_cases_sync", "run_outside"]
-
-T = TypeVar("T")
+__all__ = ["RunInterrupted", "RunOutcome", "SnapshotTexts", "run_cases", "run_cases_sync", "run_sync"]
 
 
 class SnapshotTexts(Mapping[str, str]):
@@ -323,22 +321,24 @@ async def _late_breakage(adapter: Adapter, result: CaseResult) -> CaseResult:
 _LATE_READS = 3  # event-loop turns that let already-received lines be read before a case is closed
 
 
-def run_cases_sync(adapter: Adapter, cases: Sequence[AnyCase], **options: Any) -> RunOutcome:
-    return run_outside(run_cases(adapter, cases, **options))
+T = TypeVar("T")
 
 
-def run_outside(work: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(work)``, its result handed back outside the main task.
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with the value handed back beside the main task, not as its result.
 
-    On its way out ``asyncio.run`` puts back the Ctrl-C handler, and on Python 3.11 the ``signal``
-    module tries the handler it replaces (which holds the main task) as a ``Handlers`` member: the
-    refusal's message formats the task, and so the task's result, whole.  A whole run's outcome (every
-    case's observations) is megabytes of text, twice: about 0.15 s of CPU for nothing.  Here the main
-    task returns None; an exception (a Ctrl-C's :class:`RunInterrupted`) comes out as before."""
-    box: list[T] = []
+    At its end ``asyncio.run`` asks for the name of the SIGINT handler it installed; the failed enum
+    lookup formats the handler, hence the main task, hence its result.  For a run's outcome (every case
+    result and observation) that text cost a tenth of the run's CPU, for nothing: here the main task
+    returns ``None``."""
+    kept: list[T] = []
 
     async def main() -> None:
-        box.append(await work)
+        kept.append(await work)
 
     asyncio.run(main())
-    return box[0]
+    return kept[0]
+
+
+def run_cases_sync(adapter: Adapter, cases: Sequence[AnyCase], **options: Any) -> RunOutcome:
+    return run_sync(run_cases(adapter, cases, **options))

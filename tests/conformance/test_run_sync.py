@@ -1,10 +1,10 @@
-"""``run_outside``: ``asyncio.run`` with the result handed back outside the main task."""
+"""``run_sync``: ``asyncio.run`` with the result handed back outside the main task."""
 
 from __future__ import annotations
 
 import pytest
 
-from relavium_conformance._run.runner import run_outside
+from relavium_conformance._run.runner import run_sync
 
 
 class _Loud:
@@ -24,7 +24,7 @@ def test_the_result_comes_back_unformatted() -> None:
     async def work() -> _Loud:
         return result
 
-    assert run_outside(work()) is result
+    assert run_sync(work()) is result
     # asyncio.run on Python 3.11 formats its main task's result when it puts back the Ctrl-C handler
     assert result.formatted == 0
 
@@ -34,4 +34,4 @@ def test_an_exception_comes_out_as_raised() -> None:
         raise LookupError("gone")
 
     with pytest.raises(LookupError, match="gone"):
-        run_outside(work())
+        run_sync(work())
