@@ -83,11 +83,14 @@ def _dedupe_grants(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[SessionMessage]:
-    ordered = sorted(messages, key=_SEQUENCE_NUMBER)
-    sequence = list(map(_SEQUENCE_NUMBER, ordered))
-    if set(map(_SESSION_ID, ordered)) <= {session_id} and all(
-        map(operator.lt, sequence, itertools.islice(sequence, 1, None))
-    ):
+    sequence = list(map(_SEQUENCE_NUMBER, messages))
+    increasing = all(map(operator.lt, sequence, itertools.islice(sequence, 1, None)))
+    # Rows read from a store arrive in order: sorting them again would give the same list.
+    ordered = list(messages) if increasing else sorted(messages, key=_SEQUENCE_NUMBER)
+    if not increasing:
+        sequence = list(map(_SEQUENCE_NUMBER, ordered))
+        increasing = all(map(operator.lt, sequence, itertools.islice(sequence, 1, None)))
+    if increasing and set(map(_SESSION_ID, ordered)) <= {session_id}:
         return ordered  # one session, strictly increasing: nothing the loop below refuses
     for index, message in enumerate(ordered):
         if message.session_id != session_id:
@@ -149,7 +152,7 @@ def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> Re
         "updated_at": record.updated_at,
     }
     messages = tuple(ordered)
-    if not all(type(message) is SessionMessage for message in messages):
+    if not set(map(type, messages)) <= {SessionMessage}:
         return RelaviumExport(**fields, messages=messages)
     return RelaviumExport(**fields, messages=()).model_copy(update={"messages": messages})
 
