@@ -103,20 +103,20 @@ def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[Sessio
 def _exchanges(messages: Sequence[SessionMessage]) -> Iterator[tuple[str, tuple[str, ...], int, int]]:
     """Per completed turn: the raw prompt, the granted tools and the user and terminal sequence numbers."""
     transcript = [message for message in messages if message.role != "system"]
-    position = {message.sequence_number: index for index, message in enumerate(transcript)}
+    position: dict[int, int] = {}  # sequence number -> index in transcript, built when first needed
     pending_prefix: list[str] = []
     for slot in _slots(transcript):
         user, terminal = slot.user, slot.terminal
         if terminal is None:
             pending_prefix.append(_text(user))
             continue
-        start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
-        # The common exchange has no row between its user row and its terminal, so no tool.
-        tools = (
-            _dedupe_grants(part.name for row in transcript[start:end] for part in row.tool_calls)
-            if end > start
-            else ()
-        )
+        if terminal.sequence_number == user.sequence_number + 1:
+            tools: tuple[str, ...] = ()  # no row can lie between two consecutive numbers: no tool
+        else:
+            if not position:
+                position = {message.sequence_number: index for index, message in enumerate(transcript)}
+            start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
+            tools = _dedupe_grants(part.name for row in transcript[start:end] for part in row.tool_calls)
         if pending_prefix:
             prompt = _join([*pending_prefix, _text(user)])
             pending_prefix = []
