@@ -17,7 +17,10 @@ of each and their ratio, because absolute times on a shared machine mean little.
   the engine pauses the cyclic GC for an export and a full load, so the floors run with it paused too:
   otherwise they pay for collecting the objects the round keeps alive and the ratio flatters the engine);
 * start-up (``run --list``): ``python -c "import relavium_conformance, relavium_reference"``;
-* stdio transport: the same corpus in-process (whole run and mean per case);
+* stdio transport: the same corpus in-process (whole run and mean per case); beside them, for
+  context, the CPU of both processes (kit and server) against the in-process run's, the extra time per
+  JSON-RPC round trip against a bare pipe round trip between two processes, and the server's start
+  and stop against ``python -c pass``;
 * ``-j 2``: ``-j 1`` over stdio (reported only when the CLI has ``-j``);
 * selftest: one ``run``.
 
@@ -29,8 +32,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import re
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -46,6 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from relavium_conformance import load_cases, resolve_adapter, run_cases_sync
+from relavium_conformance._connect import reference_stdio_command
+from relavium_conformance._wire.adapters import StdioAdapter, kit_hello_params
+from relavium_conformance._wire.process import SubprocessConnection
 from relavium_reference import (
     AgentSession,
     AgentSnapshot,
@@ -384,13 +392,73 @@ def _cli(*args: str) -> list[str]:
     return [CLI, *args] if CLI else [sys.executable, "-m", "relavium_conformance", *args]
 
 
-def _corpus_run(adapter: str) -> tuple[float, float, int]:
+@dataclass
+class _CorpusRun:
+    wall: float  # s
+    per_case: float  # mean case duration, s
+    cpu: float  # this process, s
+    child_cpu: float  # the processes that ended during the run (the stdio server), s
+    round_trips: int  # lines received from the implementation: answers and callbacks (0 in-process)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _corpus_run(adapter_name: str) -> _CorpusRun:
     cases = load_cases()
-    started = time.perf_counter()
-    outcome = run_cases_sync(resolve_adapter(adapter), cases, snapshots=False)
-    elapsed = time.perf_counter() - started
+    adapter = resolve_adapter(adapter_name)
+    started, cpu, child = time.perf_counter(), time.process_time(), _children_cpu()
+    outcome = run_cases_sync(adapter, cases, snapshots=False)
+    elapsed, cpu, child = time.perf_counter() - started, time.process_time() - cpu, _children_cpu() - child
     durations = [case.duration_ms for case in outcome.run.cases]
-    return elapsed, statistics.mean(durations) / 1000, len(durations)
+    trips = adapter.received_lines if isinstance(adapter, StdioAdapter) else 0
+    return _CorpusRun(elapsed, statistics.mean(durations) / 1000, cpu, child, trips)
+
+
+_ECHO = (
+    "import os\n"
+    "while True:\n"
+    "    data = os.read(0, 65536)\n"
+    "    if not data:\n"
+    "        break\n"
+    "    os.write(1, data)\n"
+)
+
+
+def _bare_round_trip(trips: int = 2000) -> float:
+    """Seconds per round trip of one 300-byte line to a child that echoes it (blocking reads and
+    writes, no parsing): what two processes pay to hand each other a message over pipes."""
+    line = b'{"jsonrpc":"2.0","id":1,"method":"host.emit","params":{"event":"' + b"x" * 240 + b'"}}\n'
+    child = subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None
+    assert child.stdout is not None
+    send, receive = child.stdin.fileno(), child.stdout.fileno()
+    started = time.perf_counter()
+    try:
+        for number in range(trips + 100):  # the first 100 warm the child up
+            if number == 100:
+                started = time.perf_counter()
+            os.write(send, line)
+            got = 0
+            while got < len(line):
+                got += len(os.read(receive, 65536))
+        return (time.perf_counter() - started) / trips
+    finally:
+        child.stdin.close()
+        child.wait()
+
+
+async def _server_start_stop() -> float:
+    """Seconds from spawning the reference stdio server to its hello answer, plus from bye to its exit."""
+    connection = SubprocessConnection(reference_stdio_command())
+    started = time.perf_counter()
+    await connection.start(kit_hello_params())
+    begun = time.perf_counter() - started
+    stopping = time.perf_counter()
+    await connection.close()
+    return begun + (time.perf_counter() - stopping)
 
 
 def _has_jobs_option() -> bool:
@@ -504,6 +572,30 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
         "ratio <= 1.5",
         _ratio_at_most(1.5),
     )
+    f["stdio_cpu"] = Figure(
+        "5",
+        "stdio run, CPU of both processes",
+        "kit + server CPU, reference-stdio (s)",
+        "CPU of the in-process run (s)",
+        "s",
+        "(context)",
+    )
+    f["stdio_trip"] = Figure(
+        "5",
+        "stdio cost per round trip",
+        "(stdio run - in-process run) / round trips (us)",
+        "bare pipe round trip between two processes (us)",
+        "us",
+        "(context)",
+    )
+    f["stdio_start"] = Figure(
+        "5",
+        "stdio server start and stop",
+        "spawn to hello answered, bye to exit (s)",
+        "python -c pass (s)",
+        "s",
+        "(context)",
+    )
     if jobs:
         f["jobs"] = Figure(
             "6",
@@ -543,7 +635,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "load": ("load",),
     "reconstruct": ("reconstruct",),
     "list": ("startup",),
-    "stdio": ("stdio_run", "stdio_case"),
+    "stdio": ("stdio_run", "stdio_case", "stdio_cpu", "stdio_trip", "stdio_start"),
     "jobs": ("jobs",),
     "selftest": ("selftest", "total"),
 }
@@ -598,12 +690,18 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
 
     if "stdio_run" in f:
         say("transports")
-        in_process, per_case_in, _count = _corpus_run("reference")
-        over_stdio, per_case_stdio, _count = _corpus_run("reference-stdio")
-        f["stdio_run"].values.append(over_stdio)
-        f["stdio_run"].floors.append(in_process)
-        f["stdio_case"].values.append(per_case_stdio * 1000)
-        f["stdio_case"].floors.append(per_case_in * 1000)
+        inside = _corpus_run("reference")
+        over = _corpus_run("reference-stdio")
+        f["stdio_run"].values.append(over.wall)
+        f["stdio_run"].floors.append(inside.wall)
+        f["stdio_case"].values.append(over.per_case * 1000)
+        f["stdio_case"].floors.append(inside.per_case * 1000)
+        f["stdio_cpu"].values.append(over.cpu + over.child_cpu)
+        f["stdio_cpu"].floors.append(inside.cpu)
+        f["stdio_trip"].values.append((over.wall - inside.wall) / max(over.round_trips, 1) * 1e6)
+        f["stdio_trip"].floors.append(_bare_round_trip() * 1e6)
+        f["stdio_start"].values.append(asyncio.run(_server_start_stop()))
+        f["stdio_start"].floors.append(_timed_process([sys.executable, "-c", "pass"]))
 
     if "jobs" in f:
         say("-j 1 / -j 2")
@@ -700,6 +798,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = select_figures(build_figures(args.quick and "selftest" not in only, jobs), only)
     work = Path(tempfile.mkdtemp(prefix="relavium-bench-"))
     started = time.perf_counter()
+    if "stdio_run" in figures:  # the kit's caches (fixture YAML, validators) serve both transports:
+        _progress(0)("warm-up run (not counted)")  # filled here, the first timed run is not penalised
+        _corpus_run("reference")
     try:
         for number in range(1, rounds + 1):
             one_round(figures, args.quick, work, _progress(number))
@@ -727,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
+            "cpus": os.cpu_count(),
         },
         "rounds": rounds,
         "quick": args.quick,

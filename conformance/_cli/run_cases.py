@@ -30,7 +30,7 @@ from relavium_conformance._report.writers import (
     write_markdown,
 )
 from relavium_conformance._run.parallel import run_cases_parallel
-from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases
+from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync
 from relavium_conformance._wire.adapters import StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
@@ -69,7 +69,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
             if args.jobs > 1:
                 outcome = _parallel(args, cases, on_case_start, reporter.on_case_end)
             else:
-                outcome = asyncio.run(
+                outcome = run_sync(
                     run_cases(
                         adapter,
                         cases,

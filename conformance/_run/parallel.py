@@ -128,12 +128,12 @@ def dealt(count: int, jobs: int) -> list[range]:
 def _run_shard(
     job: tuple[Callable[[], Adapter], Sequence[AnyCase], range, float, bool | None],
 ) -> dict[str, Any]:
-    from relavium_conformance._run.runner import run_cases
+    from relavium_conformance._run.runner import run_cases, run_sync
 
     make_adapter, cases, positions, timeout, snapshots = job
     adapter = make_adapter()
     handles = [position + 1 for position in positions]
-    outcome = asyncio.run(run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles))
+    outcome = run_sync(run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles))
     return {
         "cases": [result.model_dump(mode="json") for result in outcome.run.cases],
         "implementation": outcome.run.implementation.model_dump(mode="json"),

@@ -242,6 +242,14 @@ class StdioAdapter:
     async def recover(self) -> None:
         await self._connection.restart()
 
+    @property
+    def received_lines(self) -> int:
+        """Lines received from the current run of the implementation: answers and callbacks."""
+        try:
+            return self._connection.peer.received_lines
+        except KitUsageError:  # never started
+            return 0
+
     def stderr_tail(self) -> list[str]:
         return self._connection.stderr_tail(20)
 

@@ -110,13 +110,17 @@ def first_line(exc: BaseException) -> str:
     return text[:QUOTE_LIMIT]
 
 
+# ``json.dumps``/``json.loads`` with options build a new encoder/decoder on every call; one of each is
+# built here instead (the same options, so the same text and the same refusals).
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode_message(message: Mapping[str, Any]) -> bytes:
     """One message as one line: compact separators, UTF-8 (not ASCII-escaped), a final ``\\n``.
 
     Raises ``TypeError``/``ValueError`` for values JSON cannot carry (including NaN and infinities).
     """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8") + b"\n"
+    return _ENCODER.encode(message).encode("utf-8") + b"\n"
 
 
 def _refuse_constant(name: str) -> Any:
@@ -208,6 +212,15 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _may_nest_deeper(text: str, limit: int) -> bool:
+    """Whether ``text`` holds more than ``limit`` opening brackets: a value nested deeper than ``limit``
+    needs at least that many, so a text with fewer cannot be (most lines: no walk of the value)."""
+    return text.count("[") + text.count("{") > limit
+
+
 def decode_line(text: str) -> Any:
     """One JSON value from one line, or ``ValueError`` saying why not, in a few words.
 
@@ -216,13 +229,13 @@ def decode_line(text: str) -> Any:
     whatever reads the value next).
     """
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError:
         raise ValueError("not JSON") from None
     except ValueError as exc:  # a refused constant or number, or an integer of too many digits
         raise ValueError(first_line(exc)) from None
-    if _depth_exceeds(value, MAX_DEPTH):
+    if _may_nest_deeper(text, MAX_DEPTH) and _depth_exceeds(value, MAX_DEPTH):
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     return value

@@ -86,6 +86,9 @@ DEFAULT_LINE_LIMIT: Final = 16 * 1024 * 1024
 #: How many incoming calls may be served at once before the peer stops reading (back-pressure).
 DEFAULT_MAX_IN_FLIGHT: Final = 256
 
+#: The most bytes one read takes from the stream (lines are cut from what it holds).
+_READ_CHUNK: Final = 256 * 1024
+
 #: How long closing waits for queued output to be read before dropping it, in seconds.
 _CLOSE_FLUSH: Final = 1.0
 
@@ -199,6 +202,8 @@ class JsonRpcPeer:
         self.handler_errors: list[BaseException] = []
         self._reader = reader
         self._writer = writer
+        # what the fast path of a write asks whether every byte was taken (None: always drain)
+        self._transport: asyncio.WriteTransport | None = getattr(writer, "transport", None)
         self._line_limit = line_limit
         self._default_timeout = default_timeout
         self._describe_eof = describe_eof
@@ -304,14 +309,17 @@ class JsonRpcPeer:
 
     # -- sending ----------------------------------------------------------------------------------
 
-    def _check(self, direction: Direction, message: JsonObject, method: str | None, line: str) -> None:
+    def _check(
+        self, direction: Direction, message: JsonObject, method: str | None, line: str | bytes
+    ) -> None:
         if self.validate is None:
             return
         try:
             self.validate(direction, message, method)
         except Exception as exc:
+            text = line.decode("utf-8").rstrip("\n") if isinstance(line, bytes) else line
             self._fail_and_raise(
-                MalformedMessage(f"{direction} message fails validation ({first_line(exc)}): {quote(line)}")
+                MalformedMessage(f"{direction} message fails validation ({first_line(exc)}): {quote(text)}")
             )
 
     def cork(self) -> None:
@@ -330,19 +338,36 @@ class JsonRpcPeer:
 
     async def _send(self, message: JsonObject, line: bytes, method: str | None) -> None:
         self._raise_if_unusable()
-        self._check("outgoing", message, method, line.decode("utf-8").rstrip("\n"))
+        self._check("outgoing", message, method, line)
         if self._corked is not None:
             self._corked.append(line)
             return
         await self._write(line, repr(method) if method else "a message")
 
     async def _write(self, data: bytes, what: str) -> None:
-        """Write and drain, within the write timeout: a side that stops reading breaks the peer."""
+        """Write and drain, within the write timeout: a side that stops reading breaks the peer.
+
+        When no other write is waiting and the transport takes every byte at once (the usual case: a
+        pipe with room), there is nothing to drain and nothing to time.  Anything else (another write
+        draining, bytes left in the transport's buffer, a closing transport) drains under the lock
+        within the timeout, and a broken pipe is reported as before."""
+        self._raise_if_unusable()
+        transport = self._transport
+        if transport is not None and not self._write_lock.locked() and not transport.is_closing():
+            try:
+                self._writer.write(data)
+            except (OSError, RuntimeError) as exc:
+                await self._crash(f"writing failed ({type(exc).__name__})")
+                self._raise_if_unusable()
+            if not transport.get_write_buffer_size() and not transport.is_closing():
+                return
+            data = b""  # handed to the transport already: what is left is to drain it
         async with self._write_lock:
             self._raise_if_unusable()
             try:
                 async with asyncio.timeout(self._write_timeout):
-                    self._writer.write(data)
+                    if data:
+                        self._writer.write(data)
                     await self._writer.drain()
             except TimeoutError:
                 self._fail(
@@ -415,41 +440,60 @@ class JsonRpcPeer:
     # -- receiving --------------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
+        """Read what arrived, in chunks, and handle each complete line in order at once: a chunk holding
+        several lines costs one wake-up, not one per line.  However the other side's writes are split
+        or joined on the way, the lines and their order are the same."""
+        partial: list[bytes] = []  # the start of a line still unterminated, in the pieces it came in
+        partial_size = 0
         try:
             while self._failure is None:
-                try:
-                    line = await self._reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as exc:
-                    if exc.partial:
-                        text = exc.partial.decode("utf-8", "replace")
+                chunk = await self._reader.read(_READ_CHUNK)
+                if not chunk:
+                    if partial:
+                        text = b"".join(partial).decode("utf-8", "replace")
                         await self._crash(f"output ended inside an unterminated line {quote(text)}")
                     else:
                         await self._crash("output ended")
                     return
-                except asyncio.LimitOverrunError:
-                    head = (await self._reader.read(QUOTE_LIMIT)).decode("utf-8", "replace")
-                    self._fail(
-                        OversizeMessage(
-                            f"a message line is longer than the {self._line_limit}-byte line limit; "
-                            f"it starts {quote(head)}"
+                start = 0
+                while (end := chunk.find(b"\n", start)) != -1:
+                    if partial:
+                        partial.append(chunk[start : end + 1])
+                        line = b"".join(partial)
+                        partial.clear()
+                        partial_size = 0
+                    else:
+                        line = chunk[start : end + 1]
+                    start = end + 1
+                    if len(line) > self._line_limit + 1:
+                        text = line[:QUOTE_LIMIT].decode("utf-8", "replace")
+                        self._fail(
+                            OversizeMessage(
+                                f"a message line of {len(line) - 1} bytes is longer than the "
+                                f"{self._line_limit}-byte line limit; it starts {quote(text)}"
+                            )
                         )
-                    )
-                    return
-                if len(line) > self._line_limit + 1:
-                    text = line[:QUOTE_LIMIT].decode("utf-8", "replace")
-                    self._fail(
-                        OversizeMessage(
-                            f"a message line of {len(line) - 1} bytes is longer than the "
-                            f"{self._line_limit}-byte line limit; it starts {quote(text)}"
+                        return
+                    self.received_lines += 1
+                    self.received_bytes += len(line)
+                    self._receive(line)
+                    if self._failure is not None:
+                        return
+                    if len(self._tasks) >= self._max_in_flight:  # back-pressure: stop reading a while
+                        self._room.clear()
+                        await self._room.wait()
+                if start < len(chunk):
+                    partial.append(chunk[start:] if start else chunk)
+                    partial_size += len(chunk) - start
+                    if partial_size > self._line_limit:
+                        head = b"".join(partial)[:QUOTE_LIMIT].decode("utf-8", "replace")
+                        self._fail(
+                            OversizeMessage(
+                                f"a message line is longer than the {self._line_limit}-byte line limit; "
+                                f"it starts {quote(head)}"
+                            )
                         )
-                    )
-                    return
-                self.received_lines += 1
-                self.received_bytes += len(line)
-                self._receive(line)
-                if len(self._tasks) >= self._max_in_flight:  # back-pressure: stop reading for a while
-                    self._room.clear()
-                    await self._room.wait()
+                        return
         except asyncio.CancelledError:
             raise
         except (OSError, ValueError) as exc:  # a broken transport under the reader

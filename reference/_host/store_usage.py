@@ -115,22 +115,20 @@ class SqliteUsageWriter:
         row_id = str(uuid.uuid4())
 
         def write(db: sqlite3.Connection, now: int) -> None:
-            ordinal = db.execute(
-                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM session_usage WHERE session_id = ?",
-                (self._session_id,),
-            ).fetchone()[0]
-            db.execute(
+            db.execute(  # the next ordinal (max + 1) read in the same statement
                 "INSERT INTO session_usage (id, session_id, ordinal, purpose, provider, model, state, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                "created_at, updated_at) "
+                "SELECT ?, ?, COALESCE(MAX(ordinal), -1) + 1, ?, ?, ?, 'pending', ?, ? "
+                "FROM session_usage WHERE session_id = ?",
                 (
                     row_id,
                     self._session_id,
-                    ordinal,
                     record.purpose,
                     record.provider.value,
                     record.model,
                     now,
                     now,
+                    self._session_id,
                 ),
             )
 

@@ -55,7 +55,13 @@ _ADD_TOTALS = (
     "total_output_tokens = total_output_tokens + ?, "
     "total_cost_microcents = total_cost_microcents + ? WHERE id = ?"
 )
-_TITLE = "UPDATE agent_sessions SET title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+#: A turn's totals, title (while the session has none) and ``updated_at``: one statement on the session row.
+_TURN_SESSION = (
+    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
+    "total_output_tokens = total_output_tokens + ?, "
+    "total_cost_microcents = total_cost_microcents + ?, "
+    "title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+)
 
 
 def check_live(db: sqlite3.Connection, session_id: str) -> None:
@@ -96,8 +102,18 @@ def write_turn(
     ]
     db.executemany(_INSERT_MESSAGE, [row for row, _message in stored])
     for entry in turn.costs:
-        add_cost(db, session_id, entry, now)
-    db.execute(_TITLE, (title or derive_title(message_text(turn.user.content)), now, session_id))
+        _upsert_cost(db, session_id, entry, now)
+    db.execute(
+        _TURN_SESSION,
+        (
+            turn.input_tokens,
+            turn.output_tokens,
+            turn.cost_microcents,
+            title or derive_title(message_text(turn.user.content)),
+            now,
+            session_id,
+        ),
+    )
     return tuple(message for _row, message in stored)
 
 
@@ -145,6 +161,12 @@ def _stored(
 
 def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
     """Add one cost entry to its ``(model, legacy)`` row and to the session's totals (one cost writer)."""
+    _upsert_cost(db, session_id, entry, now)
+    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))
+
+
+def _upsert_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
+    """Add one cost entry to its ``(model, legacy)`` row; the caller moves the totals with it."""
     db.execute(
         _ADD_COST,
         (
@@ -161,4 +183,3 @@ def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int
             now,
         ),
     )
-    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))

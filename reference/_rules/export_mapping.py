@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from relavium_reference._model.errors import InvalidInputError
@@ -34,17 +34,12 @@ from relavium_reference._model.messages import UNKNOWN_TOOL, AgentSessionRecord,
 from relavium_reference._model.workflow import (
     EXPORT_METADATA_KEY,
     SCHEMA_VERSION,
-    AgentNode,
-    Edge,
-    InputNode,
-    OutputNode,
     RelaviumExport,
     WorkflowDocument,
     WorkflowMetadata,
-    WorkflowNode,
     WorkflowSpec,
 )
-from relavium_reference._rules.resume import _slots
+from relavium_reference._rules.resume import _slots, _text
 from relavium_reference._rules.workflow_id import workflow_id
 
 __all__ = [
@@ -95,42 +90,71 @@ def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[Sessio
     return ordered
 
 
+def _exchanges(messages: Sequence[SessionMessage]) -> Iterator[tuple[str, tuple[str, ...], int, int]]:
+    """Per completed turn: the raw prompt, the granted tools and the user and terminal sequence numbers."""
+    transcript = [message for message in messages if message.role != "system"]
+    position = {message.sequence_number: index for index, message in enumerate(transcript)}
+    pending_prefix: list[str] = []
+    for slot in _slots(transcript):
+        user, terminal = slot.user, slot.terminal
+        if terminal is None:
+            pending_prefix.append(_text(user))
+            continue
+        start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
+        # The common exchange has no row between its user row and its terminal, so no tool.
+        inside = transcript[start:end] if end > start else ()
+        tools = _dedupe_grants(part.name for row in inside for part in row.tool_calls)
+        if pending_prefix:
+            prompt = _join([*pending_prefix, _text(user)])
+            pending_prefix = []
+        else:
+            prompt = _text(user)  # what _join of the one text gives
+        yield prompt, tools, user.sequence_number, terminal.sequence_number
+
+
 def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedTurn]:
     """The completed logical turns of a transcript sorted by sequence number (see the module docstring).
 
     The grouping into slots is the resume projection's (:mod:`._resume`), applied to every row
     whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
     """
-    transcript = [message for message in messages if message.role != "system"]
-    position = {message.sequence_number: index for index, message in enumerate(transcript)}
-    turns: list[ExportedTurn] = []
-    pending_prefix: list[str] = []
-    for slot in _slots(transcript):
-        if slot.terminal is None:
-            pending_prefix.append(slot.user.text)
-            continue
-        inside = transcript[position[slot.user.sequence_number] + 1 : position[slot.terminal.sequence_number]]
-        turns.append(
-            ExportedTurn(
-                prompt=_join([*pending_prefix, slot.user.text]),
-                tools=_dedupe_grants(part.name for row in inside for part in row.tool_calls),
-                user_sequence=slot.user.sequence_number,
-                terminal_sequence=slot.terminal.sequence_number,
-            )
-        )
-        pending_prefix = []
-    return turns
+    return [ExportedTurn(*turn) for turn in _exchanges(messages)]
 
 
-def _agent_node(index: int, agent_ref: str, turn: ExportedTurn) -> AgentNode:
-    prompt = neutralise_interpolation(turn.prompt)
-    return AgentNode(
-        id=f"turn-{index}",
-        type="agent",
-        agent_ref=agent_ref,
-        prompt_template=prompt or None,
-        tools=turn.tools or None,
-    )
+def _agent_node(index: int, agent_ref: str, prompt: str, tools: tuple[str, ...]) -> dict[str, object]:
+    """The data of one agent node, validated with the others by the :class:`WorkflowSpec`."""
+    if "{{" in prompt:  # nothing to neutralise otherwise
+        prompt = neutralise_interpolation(prompt)
+    return {
+        "id": f"turn-{index}",
+        "type": "agent",
+        "agent_ref": agent_ref,
+        "prompt_template": prompt or None,
+        "tools": tools or None,
+    }
+
+
+def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> RelaviumExport:
+    """``metadata.relaviumExport``, its messages passed through as the instances they are.
+
+    Validating a tuple of models re-runs each model's own after-validator on every instance; the
+    messages are exactly :class:`SessionMessage` instances, ordered and of this session (``_ordered``),
+    so the record's fields are validated with no message and the messages added after.  The
+    transcript's own check still runs on the whole when :class:`WorkflowMetadata` takes it in.  Any
+    other kind of message (a subclass, another type) goes through validation as given.
+    """
+    fields = {
+        "source": "session",
+        "session_id": record.id,
+        "agent_slug": record.agent_slug,
+        "title": record.title,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+    messages = tuple(ordered)
+    if not all(type(message) is SessionMessage for message in messages):
+        return RelaviumExport(**fields, messages=messages)
+    return RelaviumExport(**fields, messages=()).model_copy(update={"messages": messages})
 
 
 @gc_paused
@@ -141,30 +165,23 @@ def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMe
     sequence number.  The agent snapshot is copied as captured; no authoring rule is applied to it.
     """
     ordered = _ordered(record.id, messages)
-    turns = completed_export_turns(ordered)
-    agent_nodes = [_agent_node(index, record.agent_slug, turn) for index, turn in enumerate(turns, 1)]
-    nodes: list[WorkflowNode] = [
-        InputNode(id=INPUT_NODE_ID, type="input"),
-        *agent_nodes,
-        OutputNode(id=OUTPUT_NODE_ID, type="output"),
-    ]
-    chain = [node.id for node in nodes]
-    edges = tuple(Edge.model_validate({"from": a, "to": b}) for a, b in itertools.pairwise(chain))
-    export = RelaviumExport(
-        source="session",
-        session_id=record.id,
-        agent_slug=record.agent_slug,
-        title=record.title,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        messages=tuple(ordered),
+    agent_ref = record.agent_slug
+    nodes: list[dict[str, object]] = [{"id": INPUT_NODE_ID, "type": "input"}]
+    nodes.extend(
+        _agent_node(index, agent_ref, prompt, tools)
+        for index, (prompt, tools, _user, _terminal) in enumerate(_exchanges(ordered), 1)
     )
-    spec = WorkflowSpec(
-        id=workflow_id(record.title, record.id),
-        name=record.title,
-        metadata=WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: export}),
-        agents=(record.agent_snapshot,) if record.agent_snapshot is not None else None,
-        nodes=tuple(nodes),
-        edges=edges,
+    nodes.append({"id": OUTPUT_NODE_ID, "type": "output"})
+    chain = [node["id"] for node in nodes]
+    # One validation of the spec checks every node and edge (the same models as built one by one).
+    spec = WorkflowSpec.model_validate(
+        {
+            "id": workflow_id(record.title, record.id),
+            "name": record.title,
+            "metadata": WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: _transcript(record, ordered)}),
+            "agents": (record.agent_snapshot,) if record.agent_snapshot is not None else None,
+            "nodes": nodes,
+            "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(chain)],
+        }
     )
     return WorkflowDocument(schema_version=SCHEMA_VERSION, workflow=spec)

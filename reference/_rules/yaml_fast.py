@@ -18,7 +18,6 @@ same text either way; ``tests/reference/test_workflow_yaml.py`` compares the two
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -44,14 +43,14 @@ class _Fallback(Exception):
     """The data holds something this emitter does not write; the caller uses ruamel.yaml."""
 
 
-def _implicit_table() -> dict[str, tuple[tuple[bool, Callable[[str], object]], ...]]:
-    """The resolver's own table: per first character, (is the tag ``str``, the bound ``match``)."""
+def _implicit_table() -> dict[str, tuple[tuple[bool, re.Pattern[str]], ...]]:
+    """The resolver's own table: per first character, (is the tag ``str``, the pattern)."""
     resolver = VersionedResolver()
     table: dict[Any, Any] = resolver.versioned_resolver
     if None in table:
         raise RuntimeError("unexpected catch-all implicit resolver")  # the fast path would be wrong
     return {
-        key: tuple((str(tag) == "tag:yaml.org,2002:str", pattern.match) for tag, pattern in value)
+        key: tuple((str(tag) == "tag:yaml.org,2002:str", pattern) for tag, pattern in value)
         for key, value in table.items()
     }
 
@@ -72,10 +71,26 @@ YAML11_LOOKALIKE = re.compile(
 )
 
 
-# First characters after which none of the start checks below can match: no indicator, no document
-# marker, no implicit resolver of the table (keyed by first character) and no YAML 1.1 lookalike.
-_CHECKED_FIRST = frozenset(_IMPLICIT) | frozenset("yYnNoO~") | frozenset(" #,[]{}&*!|>'\"%@`?:-.")
+# A plain scalar must not start like an indicator or a document marker, nor read back (YAML 1.2 or 1.1)
+# as anything but a string.  Every pattern deciding that is anchored at the start and needs a first
+# character of a known few; per such character, one alternation of them all decides in a single match:
+# the start checks, the YAML 1.1 lookalikes and the resolver's own patterns for it (all verbose).
+_INDICATOR_FIRST = " #,[]{}&*!|>'\"%@`?:-."
 
+
+def _suspects() -> dict[str, Callable[[str], object]]:
+    table: dict[str, Callable[[str], object]] = {}
+    for first in sorted(set(_IMPLICIT) | set("yYnNoO~") | set(_INDICATOR_FIRST)):
+        patterns = [f"(?-x:{_NOT_PLAIN_START.pattern})", f"(?:{YAML11_LOOKALIKE.pattern})"]
+        for is_str, pattern in _IMPLICIT.get(first, ()):
+            if is_str:  # a match would then mean plain, which one alternation cannot say
+                raise RuntimeError("unexpected implicit resolver to str")  # the fast path would be wrong
+            patterns.append(f"(?:{pattern.pattern})")
+        table[first] = re.compile("|".join(patterns), re.X).match
+    return table
+
+
+_SUSPECT = _suspects()
 
 # Two shapes every transcript row carries, decided without the checks below: a store timestamp is a
 # YAML 1.1 lookalike (quoted, and it holds no apostrophe), a lowercase UUID is plain (it starts no
@@ -85,26 +100,25 @@ _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-@functools.lru_cache(maxsize=8192)  # an export repeats roles, part types, ids of its session and model
 def _string(text: str) -> str:
-    if not text:
+    """The scalar as the ruamel.yaml emitter writes it (raises :class:`_Fallback` when it escapes)."""
+    size = len(text)
+    if size == 24 and _STAMP.fullmatch(text):
+        return "'" + text + "'"
+    if size == 36 and _UUID.fullmatch(text):
+        return text
+    if not size:
         return "''"
-    if len(text) in (24, 36):
-        if _STAMP.fullmatch(text):
-            return "'" + text + "'"
-        if _UUID.fullmatch(text):
-            return text
-    if not _PRINTABLE_LINE.fullmatch(text):
+    # str.isprintable accepts a subset of _PRINTABLE_LINE (a test checks every code point): asked first,
+    # it is the cheaper scan; the pattern decides the rest (no-break space, private use, ...).
+    if not (text.isprintable() or _PRINTABLE_LINE.fullmatch(text)):
         raise _Fallback
-    plain = not (text[-1] in " :" or ": " in text or " #" in text)
-    if plain and text[0] in _CHECKED_FIRST:
-        plain = _NOT_PLAIN_START.match(text) is None
-        plain = plain and not YAML11_LOOKALIKE.match(text)  # a YAML 1.1 reader would misread it (KD-EXP-6)
-        for is_str, match in _IMPLICIT.get(text[0], ()) if plain else ():
-            if match(text):
-                plain = is_str
-                break
-    return text if plain else _quoted(text)
+    if text[-1] in " :" or ": " in text or " #" in text:
+        return _quoted(text)
+    suspect = _SUSPECT.get(text[0])
+    if suspect is not None and suspect(text):
+        return _quoted(text)
+    return text
 
 
 def _quoted(text: str) -> str:
@@ -114,17 +128,14 @@ def _quoted(text: str) -> str:
 
 
 def _scalar(value: Any) -> str:
-    kind = type(value)  # exact types only: a subclass (or a float, or anything else) falls back
-    if kind is str:
-        return _string(value)
+    """A scalar other than a string or an int (those are written inline by the callers)."""
     if value is None:
         return "null"
     if value is True:
         return "true"
     if value is False:
         return "false"
-    if kind is int:
-        return str(value)
+    kind = type(value)  # exact types only: a subclass (or a float, or anything else) falls back
     if kind is dict:
         return "{}"  # only ever called for empty collections
     if kind is list:
@@ -132,58 +143,89 @@ def _scalar(value: Any) -> str:
     raise _Fallback  # floats and anything else: the ruamel.yaml emitter decides
 
 
-@functools.lru_cache(maxsize=4096)
-def _key(key: str) -> str:
-    if not key or len(key) > _MAX_KEY:
-        raise _Fallback
-    return _string(key)
-
-
 def _utf16(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-@functools.lru_cache(maxsize=1024)
-def _order(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """Sorted keys with their rendered form; an export repeats a few key sets many times."""
+# A mapping's plan: per key in sorted order, the text before its value on one line (``key: ``) and the
+# line opening a nested block (``key:\n``), the first key's led by the mapping's first-line prefix.
+# An export repeats a few key sets at a few indents many times.
+_Plan = tuple[tuple[str, str, str], ...]
+_PLANS: dict[tuple[tuple[str, ...], str, int], _Plan] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(keys: tuple[str, ...], first: str, indent: int) -> _Plan:
     if any(type(key) is not str for key in keys):
         raise _Fallback
-    return tuple((key, _key(key)) for key in sorted(keys, key=_utf16))
+    pad = " " * indent
+    plan = []
+    for position, key in enumerate(sorted(keys, key=_utf16)):
+        if not key or len(key) > _MAX_KEY:
+            raise _Fallback
+        head = (pad if position else first) + _string(key) + ":"
+        plan.append((key, head + " ", head + "\n"))
+    built = tuple(plan)
+    if len(_PLANS) < _MAX_PLANS:
+        _PLANS[(keys, first, indent)] = built
+    return built
 
 
-def _mapping(data: dict[str, Any], indent: int, first: str, out: list[str], depth: int) -> None:
+# ``memo`` maps each string of one dump to its scalar text: the roles, part types and ids of a session
+# repeat, and every string is decided once.
+def _mapping(
+    data: dict[str, Any], indent: int, first: str, out: list[str], memo: dict[str, str], depth: int
+) -> None:
     if depth >= MAX_DEPTH:
         raise _Fallback  # its values would sit deeper than JSON-shaped data may
-    prefix = first
-    pad = " " * indent
-    for key, shown in _order(tuple(data)):
+    keys = tuple(data)
+    plan = _PLANS.get((keys, first, indent)) or _plan(keys, first, indent)
+    append = out.append
+    inner = indent + 2
+    for key, scalar_head, block_head in plan:
         value = data[key]
-        if type(value) is str:
-            out.append(f"{prefix}{shown}: {_string(value)}\n")
-        elif type(value) is dict and value:
-            out.append(f"{prefix}{shown}:\n")
-            _mapping(value, indent + 2, " " * (indent + 2), out, depth + 1)
-        elif type(value) is list and value:
-            out.append(f"{prefix}{shown}:\n")
-            _sequence(value, indent + 2, " " * (indent + 2), out, depth + 1)
+        kind = type(value)
+        if kind is str:
+            text = memo.get(value)
+            if text is None:
+                text = memo[value] = _string(value)
+            append(f"{scalar_head}{text}\n")
+        elif kind is int:
+            append(f"{scalar_head}{value}\n")
+        elif kind is dict and value:
+            append(block_head)
+            _mapping(value, inner, " " * inner, out, memo, depth + 1)
+        elif kind is list and value:
+            append(block_head)
+            _sequence(value, inner, " " * inner, out, memo, depth + 1)
         else:
-            out.append(f"{prefix}{shown}: {_scalar(value)}\n")
-        prefix = pad
+            append(f"{scalar_head}{_scalar(value)}\n")
 
 
-def _sequence(items: list[Any], dash: int, first: str, out: list[str], depth: int) -> None:
+def _sequence(
+    items: list[Any], dash: int, first: str, out: list[str], memo: dict[str, str], depth: int
+) -> None:
     if depth >= MAX_DEPTH:
         raise _Fallback
-    prefix = first
-    pad = " " * dash
+    append = out.append
+    head = first + "- "
+    later = " " * dash + "- "
     for item in items:
-        if type(item) is dict and item:
-            _mapping(item, dash + 2, prefix + "- ", out, depth + 1)
-        elif type(item) is list and item:
-            _sequence(item, dash + 4, prefix + "-   ", out, depth + 1)
+        kind = type(item)
+        if kind is dict and item:
+            _mapping(item, dash + 2, head, out, memo, depth + 1)
+        elif kind is list and item:
+            _sequence(item, dash + 4, head + "  ", out, memo, depth + 1)
+        elif kind is str:
+            text = memo.get(item)
+            if text is None:
+                text = memo[item] = _string(item)
+            append(f"{head}{text}\n")
+        elif kind is int:
+            append(f"{head}{item}\n")
         else:
-            out.append(f"{prefix}- {_scalar(item)}\n")
-        prefix = pad
+            append(f"{head}{_scalar(item)}\n")
+        head = later
 
 
 def fast_dump(data: Any) -> str | None:
@@ -196,7 +238,7 @@ def fast_dump(data: Any) -> str | None:
         return None
     out: list[str] = []
     try:
-        _mapping(data, 0, "", out, 0)
+        _mapping(data, 0, "", out, {}, 0)
     except _Fallback:
         return None
     return "".join(out)

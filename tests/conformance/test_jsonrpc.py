@@ -8,6 +8,7 @@ Every scenario is bounded by a generous guard so a regression fails instead of h
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 from collections.abc import Callable, Coroutine
@@ -15,9 +16,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import AdapterError
+from relavium_conformance._wire.envelope import MAX_DEPTH, _depth_exceeds, decode_line
 from relavium_conformance._wire.handshake import check_protocol_version
 from relavium_conformance._wire.jsonrpc import (
     DEFAULT_LINE_LIMIT,
@@ -507,6 +511,104 @@ def test_an_oversize_line_breaks_the_peer_not_the_loop(stream_limit: int, line_l
             await peer.request("later")
         await peer.aclose()
         await raw.close()
+
+    run(scenario)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    depth=st.integers(min_value=MAX_DEPTH - 3, max_value=MAX_DEPTH + 3),
+    decoys=st.integers(min_value=0, max_value=2 * MAX_DEPTH),
+    objects=st.booleans(),
+)
+def test_the_depth_limit_is_the_full_walks_whatever_brackets_the_strings_hold(
+    depth: int, decoys: int, objects: bool
+) -> None:
+    """Lines with few brackets skip the walk of the value; the verdict is always the full walk's."""
+    inner: Any = "[" * decoys + "{"  # brackets inside a string count for the shortcut, never for the depth
+    for _ in range(depth):  # ``depth`` arrays or objects, the string innermost
+        inner = {"k": inner} if objects else [inner]
+    text = json.dumps(inner)
+    deep = _depth_exceeds(json.loads(text), MAX_DEPTH)
+    assert deep == (depth > MAX_DEPTH)
+    if deep:
+        with pytest.raises(ValueError, match="nested deeper"):
+            decode_line(text)
+    else:
+        assert decode_line(text) == json.loads(text)
+
+
+# What one side writes, and where a pipe may cut it: every way of splitting or joining the bytes must
+# give the reader the same messages in the same order (the reader takes whole chunks and cuts lines).
+_STREAM = (
+    b'{"jsonrpc":"2.0","method":"note","params":{"n":1}}\n'
+    b'{"jsonrpc":"2.0","id":7,"method":"ask","params":{"text":"h\xc3\xa9 \xe2\x80\x94"}}\r\n'
+    b'[{"jsonrpc":"2.0","method":"note","params":{"n":2}},{"jsonrpc":"2.0","id":8,"method":"ask"}]\n'
+    b'{"jsonrpc":"2.0","id":1,"result":{"deep":[[[1.5]]]}}\n'
+    b'{"jsonrpc":"2.0","method":"note","params":{"n":3}}\n'
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(_STREAM)), max_size=12))
+def test_how_the_bytes_are_split_never_changes_what_is_read(cuts: list[int]) -> None:
+    points = sorted(set(cuts) | {0, len(_STREAM)})
+    pieces = [_STREAM[a:b] for a, b in itertools.pairwise(points)]
+
+    async def scenario() -> None:
+        reader = asyncio.StreamReader()
+        written: list[bytes] = []
+
+        class Writer:
+            def write(self, data: bytes) -> None:
+                written.append(data)
+
+            async def drain(self) -> None:
+                return None
+
+        seen: list[tuple[str, Any]] = []
+
+        async def handler(method: str, params: JsonObject) -> Any:
+            seen.append((method, params))
+            return "ok"
+
+        peer = JsonRpcPeer(reader, Writer(), handler=handler)  # type: ignore[arg-type]
+        pending = asyncio.ensure_future(peer.request("first", timeout=5))
+        await asyncio.sleep(0)
+        for piece in pieces:
+            reader.feed_data(piece)
+            await asyncio.sleep(0)  # let the reader take each piece on its own
+        assert await pending == {"deep": [[[1.5]]]}
+        await wait_until(lambda: len(written) >= 3)
+        reader.feed_eof()
+        assert isinstance(await peer.wait_failure(), PeerCrashed)
+        assert seen == [
+            ("note", {"n": 1}),
+            ("ask", {"text": "hé —"}),
+            ("note", {"n": 2}),
+            ("ask", {}),
+            ("note", {"n": 3}),
+        ]
+        answers = sorted(json.loads(line)["id"] for line in written[1:])
+        assert answers == [7, 8]
+        assert peer.received_lines == 5
+
+    run(scenario)
+
+
+def test_a_side_that_stops_reading_breaks_the_peer_within_the_write_timeout() -> None:
+    """A write the transport cannot take at once is drained within the write timeout."""
+
+    async def scenario() -> None:
+        left, right = socket.socketpair()
+        left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        mine = await asyncio.open_connection(sock=left)
+        peer = JsonRpcPeer(*mine, write_timeout=0.2)
+        with pytest.raises(PeerTimeout, match="stopped reading its input"):
+            await peer.request("big", {"blob": "x" * (4 * 1024 * 1024)}, timeout=None)
+        assert isinstance(peer.failure, PeerTimeout)
+        await peer.aclose()
+        right.close()
 
     run(scenario)
 
