@@ -24,6 +24,7 @@ without the fixed ``unknown_tool`` marker, and is left out when empty.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,6 @@ from relavium_reference._model.workflow import (
     RelaviumExport,
     WorkflowDocument,
     WorkflowMetadata,
-    WorkflowSpec,
 )
 from relavium_reference._rules.resume import _slots, _text
 from relavium_reference._rules.workflow_id import workflow_id
@@ -55,6 +55,8 @@ INPUT_NODE_ID = "input"
 OUTPUT_NODE_ID = "output"
 _OPENER = re.compile(r"\{(?=\{)")
 _PROMPT_JOIN = "\n\n"
+_SEQUENCE_NUMBER = operator.attrgetter("sequence_number")
+_SESSION_ID = operator.attrgetter("session_id")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,12 @@ def _dedupe_grants(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[SessionMessage]:
-    ordered = sorted(messages, key=lambda message: message.sequence_number)
+    ordered = sorted(messages, key=_SEQUENCE_NUMBER)
+    sequence = list(map(_SEQUENCE_NUMBER, ordered))
+    if set(map(_SESSION_ID, ordered)) <= {session_id} and all(
+        map(operator.lt, sequence, itertools.islice(sequence, 1, None))
+    ):
+        return ordered  # one session, strictly increasing: nothing the loop below refuses
     for index, message in enumerate(ordered):
         if message.session_id != session_id:
             raise InvalidInputError("message belongs to another session", location=f"messages.{index}")
@@ -102,8 +109,11 @@ def _exchanges(messages: Sequence[SessionMessage]) -> Iterator[tuple[str, tuple[
             continue
         start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
         # The common exchange has no row between its user row and its terminal, so no tool.
-        inside = transcript[start:end] if end > start else ()
-        tools = _dedupe_grants(part.name for row in inside for part in row.tool_calls)
+        tools = (
+            _dedupe_grants(part.name for row in transcript[start:end] for part in row.tool_calls)
+            if end > start
+            else ()
+        )
         if pending_prefix:
             prompt = _join([*pending_prefix, _text(user)])
             pending_prefix = []
@@ -119,19 +129,6 @@ def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedT
     whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
     """
     return [ExportedTurn(*turn) for turn in _exchanges(messages)]
-
-
-def _agent_node(index: int, agent_ref: str, prompt: str, tools: tuple[str, ...]) -> dict[str, object]:
-    """The data of one agent node, validated with the others by the :class:`WorkflowSpec`."""
-    if "{{" in prompt:  # nothing to neutralise otherwise
-        prompt = neutralise_interpolation(prompt)
-    return {
-        "id": f"turn-{index}",
-        "type": "agent",
-        "agent_ref": agent_ref,
-        "prompt_template": prompt or None,
-        "tools": tools or None,
-    }
 
 
 def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> RelaviumExport:
@@ -167,21 +164,28 @@ def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMe
     ordered = _ordered(record.id, messages)
     agent_ref = record.agent_slug
     nodes: list[dict[str, object]] = [{"id": INPUT_NODE_ID, "type": "input"}]
-    nodes.extend(
-        _agent_node(index, agent_ref, prompt, tools)
-        for index, (prompt, tools, _user, _terminal) in enumerate(_exchanges(ordered), 1)
-    )
+    for index, (prompt, tools, _user, _terminal) in enumerate(_exchanges(ordered), 1):
+        if "{{" in prompt:  # nothing to neutralise otherwise
+            prompt = neutralise_interpolation(prompt)
+        nodes.append(
+            {
+                "id": f"turn-{index}",
+                "type": "agent",
+                "agent_ref": agent_ref,
+                "prompt_template": prompt or None,
+                "tools": tools or None,
+            }
+        )
     nodes.append({"id": OUTPUT_NODE_ID, "type": "output"})
     chain = [node["id"] for node in nodes]
-    # One validation of the spec checks every node and edge (the same models as built one by one).
-    spec = WorkflowSpec.model_validate(
-        {
-            "id": workflow_id(record.title, record.id),
-            "name": record.title,
-            "metadata": WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: _transcript(record, ordered)}),
-            "agents": (record.agent_snapshot,) if record.agent_snapshot is not None else None,
-            "nodes": nodes,
-            "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(chain)],
-        }
-    )
-    return WorkflowDocument(schema_version=SCHEMA_VERSION, workflow=spec)
+    # One validation of the document checks every node and edge (the same models as built one by one,
+    # the same fields set); its checks of the spec run once, not again for a spec passed in built.
+    workflow = {
+        "id": workflow_id(record.title, record.id),
+        "name": record.title,
+        "metadata": WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: _transcript(record, ordered)}),
+        "agents": (record.agent_snapshot,) if record.agent_snapshot is not None else None,
+        "nodes": nodes,
+        "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(chain)],
+    }
+    return WorkflowDocument.model_validate({"schema_version": SCHEMA_VERSION, "workflow": workflow})
