@@ -148,12 +148,17 @@ def _files(root: Path, *, suffix: str = "", skip: str = "") -> list[tuple[str, s
     """(path under ``root``, full path) of every file under ``root`` ending in ``suffix`` and not in
     ``skip``, in a fixed order (``__pycache__`` folders left out)."""
     found: list[tuple[str, str]] = []
+    entered: set[tuple[int, int]] = set()
 
     def visit(folder: str, base: str) -> None:
+        status = os.stat(folder)
+        if (status.st_dev, status.st_ino) in entered:
+            return  # a linked folder seen before (a link loop is entered once)
+        entered.add((status.st_dev, status.st_ino))
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
         for entry in entries:
-            if entry.is_dir():
+            if entry.is_dir():  # linked folders too: the loader's glob of a suite folder follows links
                 if entry.name != "__pycache__":
                     visit(entry.path, f"{base}{entry.name}/")
             elif entry.name.endswith(suffix) and not (skip and entry.name.endswith(skip)):
@@ -247,8 +252,8 @@ def _current_key() -> str | None:
     environment = [sys.version, sys.implementation.cache_tag or "", *_installed()]
     try:
         return corpus_key(fixtures, _code_roots(), schemas_dir(), environment)
-    except OSError:
-        return None  # (an unreadable file: the full load reports it, if it matters)
+    except (OSError, RecursionError):
+        return None  # (an unreadable file or a folder loop: the full load reports it, if it matters)
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:

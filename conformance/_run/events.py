@@ -96,7 +96,44 @@ def _envelopes() -> dict[str, tuple[tuple[str, Draft202012Validator], ...] | Non
     return out
 
 
+_Findings = tuple[tuple[tuple[Any, ...], tuple[str, ...]], ...]
+"""Unknown-field findings of an event the open arm accepts: (path inside the event, the unknown names)."""
+
 _payload_verdicts: dict[tuple[str, str, tuple[bool, ...]], bool] = {}
+_payload_findings: dict[tuple[str, str, tuple[bool, ...]], _Findings | None] = {}
+
+
+def _payload_key(kind: str, event: Any) -> tuple[tuple[str, str, tuple[bool, ...]], dict[str, Any]] | None:
+    """The memo key of ``event``'s payload and a stand-in with fixed valid envelope values; None when it
+    must be judged whole (not a plain dict, an arm whose root could tie fields together, an envelope
+    value its field refuses, a payload JSON cannot hold exactly)."""
+    fields = _envelopes().get(kind)
+    if fields is None or type(event) is not dict:
+        return None
+    present = tuple(name in event for name, _check in fields)
+    for (name, check), there in zip(fields, present, strict=True):
+        if there and not check.is_valid(event[name]):
+            return None
+    names = [name for name, _check in fields]
+    payload = {key: value for key, value in event.items() if key not in names}
+    try:
+        text = json.dumps(payload, sort_keys=True, allow_nan=False)
+        exact = json.loads(text) == payload
+    except (TypeError, ValueError, RecursionError):
+        exact = False
+    if not exact:
+        return None
+    stand_in = {
+        **event,
+        **{name: _PLACEHOLDERS[name] for name, there in zip(names, present, strict=True) if there},
+    }
+    return (kind, text, present), stand_in
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.clear()
+    memo[key] = value
 
 
 def _accepted(kind: str, closed: Draft202012Validator, event: Any) -> bool:
@@ -110,34 +147,42 @@ def _accepted(kind: str, closed: Draft202012Validator, event: Any) -> bool:
     reads back equal: no tuple, no non-text key, no NaN) and which envelope fields are present.  Any
     other event (not a plain dict, an envelope value its field refuses, a payload JSON cannot hold
     exactly) is judged whole, as before."""
-    fields = _envelopes().get(kind)
-    if fields is None or type(event) is not dict:
+    keyed = _payload_key(kind, event)
+    if keyed is None:
         return bool(closed.is_valid(event))
-    present = tuple(name in event for name, _check in fields)
-    for (name, check), there in zip(fields, present, strict=True):
-        if there and not check.is_valid(event[name]):
-            return False  # a property the event breaks: invalid whatever the rest holds
-    names = [name for name, _check in fields]
-    payload = {key: value for key, value in event.items() if key not in names}
-    try:
-        text = json.dumps(payload, sort_keys=True, allow_nan=False)
-        exact = json.loads(text) == payload
-    except (TypeError, ValueError, RecursionError):
-        exact = False
-    if not exact:
-        return bool(closed.is_valid(event))
-    key = (kind, text, present)
+    key, stand_in = keyed
     verdict = _payload_verdicts.get(key)
     if verdict is None:
-        stand_in = {
-            **event,
-            **{name: _PLACEHOLDERS[name] for name, there in zip(names, present, strict=True) if there},
-        }
         verdict = bool(closed.is_valid(stand_in))
-        if len(_payload_verdicts) >= _REMEMBERED:
-            _payload_verdicts.clear()
-        _payload_verdicts[key] = verdict
+        _remember(_payload_verdicts, key, verdict)
     return verdict
+
+
+def _findings_whole(
+    opened: Draft202012Validator, closed: Draft202012Validator, event: Any
+) -> _Findings | None:
+    """The unknown-field findings of ``event`` when the open arm accepts it; None when it refuses it."""
+    if not opened.is_valid(event):
+        return None
+    return tuple((tuple(path), tuple(names)) for path, names in _unknown_fields(closed.iter_errors(event)))
+
+
+def _tolerated(
+    kind: str, opened: Draft202012Validator, closed: Draft202012Validator, event: Mapping[str, Any]
+) -> _Findings | None:
+    """:func:`_findings_whole`, remembered by the event's payload as :func:`_accepted` is: the open arm's
+    root is the closed one's without ``additionalProperties: false`` (the same independent per-field
+    constraints), an envelope field is never unknown (every arm declares it), and the stand-in has the
+    event's keys in the event's order, so the verdict and the findings' paths and names are the same."""
+    keyed = _payload_key(kind, event)
+    if keyed is None:
+        return _findings_whole(opened, closed, dict(event))
+    key, stand_in = keyed
+    if key in _payload_findings:
+        return _payload_findings[key]
+    found = _findings_whole(opened, closed, stand_in)
+    _remember(_payload_findings, key, found)
+    return found
 
 
 def _unknown_fields(errors: Any) -> Iterator[tuple[Sequence[Any], list[str]]]:
@@ -185,16 +230,22 @@ def check_event_shapes(events: Sequence[Any]) -> tuple[list[Difference], list[st
         opened, closed = pair
         if monotone and _accepted(str(kind), closed, event):
             continue  # no failure (the open schema is wider) and no unknown field
+        found = (
+            _tolerated(str(kind), opened, closed, event)
+            if monotone
+            else _findings_whole(opened, closed, dict(event))
+        )
+        for path, names in found or ():
+            extra = ", ".join(names)
+            inner = _where(index, path).removeprefix(f"events[{index}]")
+            warnings.setdefault(
+                (str(kind), inner + extra),
+                f"{kind}: unknown field(s) {extra} at {_where(index, path)} "
+                "(tolerated: consumers ignore unknown event fields, KD-EVT-6)",
+            )
+        if found is not None:
+            continue
         errors = sorted(opened.iter_errors(dict(event)), key=lambda e: list(map(str, e.path)))
-        if not errors:
-            for path, names in _unknown_fields(closed.iter_errors(dict(event))):
-                extra = ", ".join(names)
-                inner = _where(index, path).removeprefix(f"events[{index}]")
-                warnings.setdefault(
-                    (str(kind), inner + extra),
-                    f"{kind}: unknown field(s) {extra} at {_where(index, path)} "
-                    "(tolerated: consumers ignore unknown event fields, KD-EVT-6)",
-                )
         for error in errors:
             failures.append(
                 _difference(

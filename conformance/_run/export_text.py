@@ -15,7 +15,8 @@ Every read of a text here is a pure function of the text, and the same texts com
 (the reference's text is the vector's ``expected_yaml``; a selftest runs each vector against the
 reference, the compliant alternatives and the broken implementations): so the reads are remembered by
 text (:func:`read_yaml_text`, :func:`workflow_refusal`, :func:`text_property_differences`), a few
-hundred at a time.  What they return is shared: callers only read it.
+hundred at a time; the data and the text properties come from one scan of the text.  What they
+return is shared: callers only read it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from relavium_conformance._data import parse_yaml
 from relavium_conformance._report.results import Difference
 from relavium_reference import InvalidInputError
 from relavium_reference.export import parse_workflow
@@ -68,17 +68,35 @@ def _walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
             yield from _walk(item, f"{path}[{index}]")
 
 
+_Finding = dict[str, Any]
+"""A text-property finding as :class:`Difference` arguments, its ``path`` relative to the text's root."""
+
+
 @lru_cache(maxsize=_REMEMBERED)
-def _parsed(text: str) -> tuple[Any, Exception | None]:
+def _read(text: str) -> tuple[Any, Exception | None, tuple[_Finding, ...] | Exception | None]:
+    """One scan of ``text`` for both of its reads: ``(data, problem, findings)``.
+
+    ``data``/``problem`` are what ``parse_yaml(text)`` returns/raises: its load is ruamel's compose
+    then construct of that one node, and so is this, with the text-property walk in between (before
+    the constructor, which rewrites merge-key mappings in place).  ``findings`` is the composer's
+    exception, None when there is no document, else the text-property findings."""
+    yaml = YAML(typ="safe", pure=True)
     try:
-        return parse_yaml(text), None
-    except Exception as exc:  # the parser raises many unrelated types for bad input
-        return None, exc
+        root = yaml.compose(text)
+    except Exception as exc:  # the composer raises many unrelated types for bad input
+        return None, exc, exc
+    if root is None:
+        return None, None, None
+    findings = _findings(root)
+    try:
+        return yaml.constructor.construct_document(root), None, findings
+    except Exception as exc:  # so does the constructor
+        return None, exc, findings
 
 
 def read_yaml_text(text: str) -> Any:
     """``parse_yaml(text)``, remembered: raises what the parser raised. The data is shared: read only."""
-    data, problem = _parsed(text)
+    data, problem, _found = _read(text)
     if problem is not None:
         raise problem
     return data
@@ -101,25 +119,28 @@ def text_property_differences(text: str, path: str) -> list[Difference]:
 
 @lru_cache(maxsize=_REMEMBERED)
 def _text_property_differences(text: str, path: str) -> tuple[Difference, ...]:
-    try:
-        root = YAML(typ="safe", pure=True).compose(text)
-    except Exception as exc:  # the composer raises many unrelated types for bad input
-        return (Difference(path=path, message=f"the YAML text cannot be read: {type(exc).__name__}"),)
-    if root is None:
+    _data, _problem, findings = _read(text)
+    if isinstance(findings, Exception):
+        return (Difference(path=path, message=f"the YAML text cannot be read: {type(findings).__name__}"),)
+    if findings is None:
         return (Difference(path=path, message="the YAML text holds no document"),)
-    out: list[Difference] = []
-    for where, node in _walk(root, path):
+    return tuple(Difference(**{**found, "path": path + found["path"]}) for found in findings)
+
+
+def _findings(root: Node) -> tuple[_Finding, ...]:
+    out: list[_Finding] = []
+    for where, node in _walk(root, ""):
         if isinstance(node, MappingNode):
             keys = [str(key.value) for key, _value in node.value]
             if keys != sorted(keys, key=_utf16):
                 out.append(
-                    Difference(
-                        path=where,
-                        message="mapping keys are not sorted (KD-EXP-6)",
-                        expected=sorted(keys, key=_utf16),
-                        actual=keys,
-                        kit_defined=("KD-EXP-6",),
-                    )
+                    {
+                        "path": where,
+                        "message": "mapping keys are not sorted (KD-EXP-6)",
+                        "expected": sorted(keys, key=_utf16),
+                        "actual": keys,
+                        "kit_defined": ("KD-EXP-6",),
+                    }
                 )
         elif (
             isinstance(node, ScalarNode)
@@ -128,11 +149,11 @@ def _text_property_differences(text: str, path: str) -> tuple[Difference, ...]:
             and YAML11_LOOKALIKE.match(node.value)
         ):
             out.append(
-                Difference(
-                    path=where,
-                    message="a string a YAML 1.1 reader takes for another type is not quoted (KD-EXP-6)",
-                    actual=node.value,
-                    kit_defined=("KD-EXP-6",),
-                )
+                {
+                    "path": where,
+                    "message": "a string a YAML 1.1 reader takes for another type is not quoted (KD-EXP-6)",
+                    "actual": node.value,
+                    "kit_defined": ("KD-EXP-6",),
+                }
             )
     return tuple(out)

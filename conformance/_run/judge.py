@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._corpus.cases import Case, CaseExpect, snapshot_path
-from relavium_conformance._corpus.catalogue import load_catalogue
+from relavium_conformance._corpus.catalogue import Catalogue, Clause, load_catalogue
 from relavium_conformance._report.results import Difference
 from relavium_conformance._run.events import check_event_shapes
 from relavium_conformance._run.matching import check_envelope, match
@@ -34,10 +34,21 @@ def resting_on(differences: list[Difference], kit_defined: tuple[str, ...]) -> l
     ]
 
 
+_TABLE: list[tuple[Catalogue, dict[str, Clause]]] = []  # (the catalogue, its clauses by id): read only
+
+
+def _clauses_by_id() -> dict[str, Clause]:
+    """``load_catalogue().by_id()``, built once for each catalogue object (not once per case)."""
+    catalogue = load_catalogue()
+    if not _TABLE or _TABLE[0][0] is not catalogue:
+        _TABLE[:] = [(catalogue, catalogue.by_id())]
+    return _TABLE[0][1]
+
+
 def case_kit_choices(case: Case) -> tuple[str, ...]:
     """The KD- choices a case's own assertions rest on: those it names, and, when every clause it cites is
     kit-defined, those clauses' entries."""
-    clauses = load_catalogue().by_id()
+    clauses = _clauses_by_id()
     cited = [clauses[c] for c in case.clauses if c in clauses]
     named = list(case.kit_defined)
     if cited and all(c.status == "kit-defined" for c in cited):

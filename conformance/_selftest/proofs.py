@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseResult, CaseStatus, RunResult
 from relavium_conformance._run.parallel import fork_available, map_in_processes_meanwhile
-from relavium_conformance._run.runner import run_cases
+from relavium_conformance._run.runner import run_cases, run_sync
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
@@ -353,7 +352,7 @@ async def run_selftest(
     if jobs > 1 and fork_available():
         order = sorted(range(len(work)), key=lambda index: -_weight(work[index], cases))
         outcomes, misbehaviours = await map_in_processes_meanwhile(
-            lambda item: asyncio.run(do(item)), work, jobs, misbehaving, order=order
+            lambda item: run_sync(do(item)), work, jobs, misbehaving, order=order
         )
         reference = outcomes[0]
         for item, outcome in zip(work[1:], outcomes[1:], strict=True):

@@ -24,6 +24,7 @@ without the fixed ``unknown_tool`` marker, and is left out when empty.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,6 @@ from relavium_reference._model.workflow import (
     RelaviumExport,
     WorkflowDocument,
     WorkflowMetadata,
-    WorkflowSpec,
 )
 from relavium_reference._rules.resume import _slots, _text
 from relavium_reference._rules.workflow_id import workflow_id
@@ -55,6 +55,8 @@ INPUT_NODE_ID = "input"
 OUTPUT_NODE_ID = "output"
 _OPENER = re.compile(r"\{(?=\{)")
 _PROMPT_JOIN = "\n\n"
+_SEQUENCE_NUMBER = operator.attrgetter("sequence_number")
+_SESSION_ID = operator.attrgetter("session_id")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,15 @@ def _dedupe_grants(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[SessionMessage]:
-    ordered = sorted(messages, key=lambda message: message.sequence_number)
+    sequence = list(map(_SEQUENCE_NUMBER, messages))
+    increasing = all(map(operator.lt, sequence, itertools.islice(sequence, 1, None)))
+    # Rows read from a store arrive in order: sorting them again would give the same list.
+    ordered = list(messages) if increasing else sorted(messages, key=_SEQUENCE_NUMBER)
+    if not increasing:
+        sequence = list(map(_SEQUENCE_NUMBER, ordered))
+        increasing = all(map(operator.lt, sequence, itertools.islice(sequence, 1, None)))
+    if increasing and set(map(_SESSION_ID, ordered)) <= {session_id}:
+        return ordered  # one session, strictly increasing: nothing the loop below refuses
     for index, message in enumerate(ordered):
         if message.session_id != session_id:
             raise InvalidInputError("message belongs to another session", location=f"messages.{index}")
@@ -93,17 +103,20 @@ def _ordered(session_id: str, messages: Sequence[SessionMessage]) -> list[Sessio
 def _exchanges(messages: Sequence[SessionMessage]) -> Iterator[tuple[str, tuple[str, ...], int, int]]:
     """Per completed turn: the raw prompt, the granted tools and the user and terminal sequence numbers."""
     transcript = [message for message in messages if message.role != "system"]
-    position = {message.sequence_number: index for index, message in enumerate(transcript)}
+    position: dict[int, int] = {}  # sequence number -> index in transcript, built when first needed
     pending_prefix: list[str] = []
     for slot in _slots(transcript):
         user, terminal = slot.user, slot.terminal
         if terminal is None:
             pending_prefix.append(_text(user))
             continue
-        start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
-        # The common exchange has no row between its user row and its terminal, so no tool.
-        inside = transcript[start:end] if end > start else ()
-        tools = _dedupe_grants(part.name for row in inside for part in row.tool_calls)
+        if terminal.sequence_number == user.sequence_number + 1:
+            tools: tuple[str, ...] = ()  # no row can lie between two consecutive numbers: no tool
+        else:
+            if not position:
+                position = {message.sequence_number: index for index, message in enumerate(transcript)}
+            start, end = position[user.sequence_number] + 1, position[terminal.sequence_number]
+            tools = _dedupe_grants(part.name for row in transcript[start:end] for part in row.tool_calls)
         if pending_prefix:
             prompt = _join([*pending_prefix, _text(user)])
             pending_prefix = []
@@ -119,19 +132,6 @@ def completed_export_turns(messages: Sequence[SessionMessage]) -> list[ExportedT
     whatever the boundaries: a completed slot is a turn, a retained legacy slot is prompt prefix.
     """
     return [ExportedTurn(*turn) for turn in _exchanges(messages)]
-
-
-def _agent_node(index: int, agent_ref: str, prompt: str, tools: tuple[str, ...]) -> dict[str, object]:
-    """The data of one agent node, validated with the others by the :class:`WorkflowSpec`."""
-    if "{{" in prompt:  # nothing to neutralise otherwise
-        prompt = neutralise_interpolation(prompt)
-    return {
-        "id": f"turn-{index}",
-        "type": "agent",
-        "agent_ref": agent_ref,
-        "prompt_template": prompt or None,
-        "tools": tools or None,
-    }
 
 
 def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> RelaviumExport:
@@ -152,7 +152,7 @@ def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> Re
         "updated_at": record.updated_at,
     }
     messages = tuple(ordered)
-    if not all(type(message) is SessionMessage for message in messages):
+    if not set(map(type, messages)) <= {SessionMessage}:
         return RelaviumExport(**fields, messages=messages)
     return RelaviumExport(**fields, messages=()).model_copy(update={"messages": messages})
 
@@ -167,21 +167,28 @@ def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMe
     ordered = _ordered(record.id, messages)
     agent_ref = record.agent_slug
     nodes: list[dict[str, object]] = [{"id": INPUT_NODE_ID, "type": "input"}]
-    nodes.extend(
-        _agent_node(index, agent_ref, prompt, tools)
-        for index, (prompt, tools, _user, _terminal) in enumerate(_exchanges(ordered), 1)
-    )
+    for index, (prompt, tools, _user, _terminal) in enumerate(_exchanges(ordered), 1):
+        if "{{" in prompt:  # nothing to neutralise otherwise
+            prompt = neutralise_interpolation(prompt)
+        nodes.append(
+            {
+                "id": f"turn-{index}",
+                "type": "agent",
+                "agent_ref": agent_ref,
+                "prompt_template": prompt or None,
+                "tools": tools or None,
+            }
+        )
     nodes.append({"id": OUTPUT_NODE_ID, "type": "output"})
     chain = [node["id"] for node in nodes]
-    # One validation of the spec checks every node and edge (the same models as built one by one).
-    spec = WorkflowSpec.model_validate(
-        {
-            "id": workflow_id(record.title, record.id),
-            "name": record.title,
-            "metadata": WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: _transcript(record, ordered)}),
-            "agents": (record.agent_snapshot,) if record.agent_snapshot is not None else None,
-            "nodes": nodes,
-            "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(chain)],
-        }
-    )
-    return WorkflowDocument(schema_version=SCHEMA_VERSION, workflow=spec)
+    # One validation of the document checks every node and edge (the same models as built one by one,
+    # the same fields set); its checks of the spec run once, not again for a spec passed in built.
+    workflow = {
+        "id": workflow_id(record.title, record.id),
+        "name": record.title,
+        "metadata": WorkflowMetadata.model_validate({EXPORT_METADATA_KEY: _transcript(record, ordered)}),
+        "agents": (record.agent_snapshot,) if record.agent_snapshot is not None else None,
+        "nodes": nodes,
+        "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(chain)],
+    }
+    return WorkflowDocument.model_validate({"schema_version": SCHEMA_VERSION, "workflow": workflow})

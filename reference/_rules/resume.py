@@ -91,14 +91,6 @@ class _Slot(NamedTuple):
 _by_sequence = operator.attrgetter("sequence_number")
 
 
-def _is_terminal(row: SessionMessage) -> bool:
-    """:func:`is_terminal_row`, with the common row (one text part) decided without scanning."""
-    content = row.content
-    if len(content) == 1 and type(content[0]) is TextPart:
-        return row.role == "assistant"
-    return is_terminal_row(row.role, content)
-
-
 def _text(row: SessionMessage) -> str:
     """The text projection of ``row`` (the common row, one text part, without the join)."""
     content = row.content
@@ -110,18 +102,27 @@ def _text(row: SessionMessage) -> str:
 def _slots(rows: Iterable[SessionMessage]) -> list[_Slot]:
     """Group transcript rows (markers already removed) into completed turns and legacy bare users."""
     slots: list[_Slot] = []
+    append = slots.append
     open_user: SessionMessage | None = None
     saw_structure = False
     for row in rows:
-        if row.role == "user":
+        role = row.role
+        if role == "user":
             if open_user is not None and not saw_structure:
-                slots.append(_Slot(open_user, None, open_user.sequence_number))
+                append(_Slot(open_user, None, open_user.sequence_number))
             open_user, saw_structure = row, False
-        elif _is_terminal(row):
+            continue
+        content = row.content
+        # is_terminal_row, with the common row (one text part) decided without scanning its parts
+        if len(content) == 1 and type(content[0]) is TextPart:
+            terminal = role == "assistant"
+        else:
+            terminal = is_terminal_row(role, content)
+        if terminal:
             if open_user is not None:
-                slots.append(_Slot(open_user, row, row.sequence_number))
+                append(_Slot(open_user, row, row.sequence_number))
             open_user, saw_structure = None, False
-        elif open_user is not None and (is_structural_row(row.role, row.content) or row.role == "assistant"):
+        elif open_user is not None and (is_structural_row(role, content) or role == "assistant"):
             # A call/result row, or an assistant row without text: part of the open exchange,
             # never its terminal (KD-RES-1).
             saw_structure = True

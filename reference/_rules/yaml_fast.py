@@ -148,7 +148,9 @@ def _utf16(key: str) -> bytes:
 
 
 # A mapping's plan: per key in sorted order, the text before its value on one line (``key: ``) and the
-# line opening a nested block (``key:\n``), the first key's led by the mapping's first-line prefix.
+# line opening a nested block (``key:``), the first key's led by the mapping's first-line prefix.  Each
+# line is written as its head, led by the line break that ends the line before it, then its value: two
+# appends rather than one concatenation per line (``fast_dump`` moves the first break to the end).
 # An export repeats a few key sets at a few indents many times.
 _Plan = tuple[tuple[str, str, str], ...]
 _PLANS: dict[tuple[tuple[str, ...], str, int], _Plan] = {}
@@ -163,8 +165,8 @@ def _plan(keys: tuple[str, ...], first: str, indent: int) -> _Plan:
     for position, key in enumerate(sorted(keys, key=_utf16)):
         if not key or len(key) > _MAX_KEY:
             raise _Fallback
-        head = (pad if position else first) + _string(key) + ":"
-        plan.append((key, head + " ", head + "\n"))
+        head = "\n" + (pad if position else first) + _string(key) + ":"
+        plan.append((key, head + " ", head))
     built = tuple(plan)
     if len(_PLANS) < _MAX_PLANS:
         _PLANS[(keys, first, indent)] = built
@@ -189,9 +191,11 @@ def _mapping(
             text = memo.get(value)
             if text is None:
                 text = memo[value] = _string(value)
-            append(f"{scalar_head}{text}\n")
+            append(scalar_head)
+            append(text)
         elif kind is int:
-            append(f"{scalar_head}{value}\n")
+            append(scalar_head)
+            append(str(value))
         elif kind is dict and value:
             append(block_head)
             _mapping(value, inner, " " * inner, out, memo, depth + 1)
@@ -199,7 +203,8 @@ def _mapping(
             append(block_head)
             _sequence(value, inner, " " * inner, out, memo, depth + 1)
         else:
-            append(f"{scalar_head}{_scalar(value)}\n")
+            append(scalar_head)
+            append(_scalar(value))
 
 
 def _sequence(
@@ -208,24 +213,53 @@ def _sequence(
     if depth >= MAX_DEPTH:
         raise _Fallback
     append = out.append
-    head = first + "- "
+    lead = first + "- "  # the first item's line starts with the sequence's first-line prefix
     later = " " * dash + "- "
+    indent, inner = dash + 2, dash + 4
     for item in items:
         kind = type(item)
         if kind is dict and item:
-            _mapping(item, dash + 2, head, out, memo, depth + 1)
+            # _mapping(item, indent, lead, out, memo, depth + 1) written out here: the bulk of an export
+            # is sequences of mappings (messages, their parts, nodes, edges), and a call per item shows.
+            if depth + 1 >= MAX_DEPTH:
+                raise _Fallback
+            keys = tuple(item)
+            plan = _PLANS.get((keys, lead, indent)) or _plan(keys, lead, indent)
+            for key, scalar_head, block_head in plan:
+                value = item[key]
+                kind = type(value)
+                if kind is str:
+                    text = memo.get(value)
+                    if text is None:
+                        text = memo[value] = _string(value)
+                    append(scalar_head)
+                    append(text)
+                elif kind is int:
+                    append(scalar_head)
+                    append(str(value))
+                elif kind is dict and value:
+                    append(block_head)
+                    _mapping(value, inner, " " * inner, out, memo, depth + 2)
+                elif kind is list and value:
+                    append(block_head)
+                    _sequence(value, inner, " " * inner, out, memo, depth + 2)
+                else:
+                    append(scalar_head)
+                    append(_scalar(value))
         elif kind is list and item:
-            _sequence(item, dash + 4, head + "  ", out, memo, depth + 1)
-        elif kind is str:
-            text = memo.get(item)
-            if text is None:
-                text = memo[item] = _string(item)
-            append(f"{head}{text}\n")
-        elif kind is int:
-            append(f"{head}{item}\n")
+            _sequence(item, inner, lead + "  ", out, memo, depth + 1)
         else:
-            append(f"{head}{_scalar(item)}\n")
-        head = later
+            append("\n" + lead)
+            if kind is str:
+                text = memo.get(item)
+                if text is None:
+                    text = memo[item] = _string(item)
+                append(text)
+            elif kind is int:
+                append(str(item))
+            else:
+                append(_scalar(item))
+        lead = later
 
 
 def fast_dump(data: Any) -> str | None:
@@ -241,4 +275,6 @@ def fast_dump(data: Any) -> str | None:
         _mapping(data, 0, "", out, {}, 0)
     except _Fallback:
         return None
+    out[0] = out[0][1:]  # the first line's head holds no line before it; the last line ends here
+    out.append("\n")
     return "".join(out)

@@ -41,10 +41,11 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the full loads; each one answers the (process-cached) real corpus."""
     calls: list[int] = []
+    corpus = load_cases()  # (before the stand-in: load_cases itself calls read_corpus)
 
     def counted() -> tuple[object, ...]:
         calls.append(1)
-        return load_cases()
+        return corpus
 
     monkeypatch.setattr(cases_module, "read_corpus", counted)
     return calls
@@ -134,6 +135,18 @@ def test_the_key_follows_every_byte_it_rests_on(tmp_path: Path) -> None:
     (code / "pkg/__pycache__/mod.pyc").write_text("other bytecode", encoding="utf-8")
     (code / "pkg/notes.txt").write_text("not code", encoding="utf-8")
     assert key() == now
+
+
+def test_the_key_reads_through_linked_folders_and_survives_a_link_loop(tmp_path: Path) -> None:
+    target = _tree(tmp_path, "elsewhere", {"unicode.yaml": "- name: a\n"})
+    fixtures = _tree(tmp_path, "fixtures", {"vectors/suites.yaml": "{}\n"})
+    (fixtures / "vectors" / "workflow-id").symlink_to(target, target_is_directory=True)
+    (fixtures / "vectors" / "loop").symlink_to(fixtures, target_is_directory=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    first = corpus_key(fixtures, [], empty)
+    (target / "unicode.yaml").write_text("- name: b\n", encoding="utf-8")
+    assert corpus_key(fixtures, [], empty) != first  # a file the loader reads through the link
 
 
 def test_a_changed_kit_or_library_is_never_answered_from_the_old_index(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
-from relavium_conformance._run.events import _accepted, _arms, check_event_shapes
+from relavium_conformance._run.events import _accepted, _arms, _findings_whole, _tolerated, check_event_shapes
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
@@ -180,3 +180,61 @@ def test_a_payload_json_cannot_hold_exactly_is_judged_whole() -> None:
     assert _accepted("session:turn_completed", closed, as_list) is closed.is_valid(as_list)
     assert _accepted("session:turn_completed", closed, as_tuple) is closed.is_valid(as_tuple)
     assert closed.is_valid(as_list) != closed.is_valid(as_tuple)
+
+
+def _turn_completed(**changes: Any) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "session:turn_completed",
+        "sessionId": "s-1",
+        "sequenceNumber": 4,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "stopReason": "stop",
+        "tokensUsed": {"input": 1, "output": 1},
+        "toolHistory": [{"toolCallId": "c-1", "name": "echo", "isError": False}],
+    }
+    event.update(changes)
+    return {k: v for k, v in event.items() if v is not None}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(["sessionId", "sequenceNumber", "timestamp", "stopReason", "portTrace", "type"]),
+        _ODD | st.text(max_size=3) | st.integers(-2, 2),
+        max_size=3,
+    ),
+    inner=st.dictionaries(st.sampled_from(["durationMs", "isError", "name", "x"]), _ODD, max_size=2),
+    usage=st.dictionaries(
+        st.sampled_from(["input", "model", "cached"]), _ODD | st.text(max_size=2), max_size=2
+    ),
+    drop=st.sets(st.sampled_from(["sessionId", "sequenceNumber", "timestamp", "tokensUsed"]), max_size=2),
+)
+def test_remembered_unknown_field_findings_agree_with_the_whole_schema(
+    changes: dict[str, Any], inner: dict[str, Any], usage: dict[str, Any], drop: set[str]
+) -> None:
+    """The payload memo of the warnings path (``_tolerated``) answers what the open and closed arms say
+    of the whole event: whether the open arm accepts it and, if so, every unknown field's path and
+    names, asked twice (the second answer comes from the memo)."""
+    event = _turn_completed(**changes)
+    event["toolHistory"] = [{**event["toolHistory"][0], **inner}]
+    event["tokensUsed"] = {**event["tokensUsed"], **usage}
+    for name in drop:
+        event.pop(name, None)
+    arms, _monotone = _arms()
+    opened, closed = arms["session:turn_completed"]
+    expected = _findings_whole(opened, closed, event)
+    assert _tolerated("session:turn_completed", opened, closed, event) == expected
+    assert _tolerated("session:turn_completed", opened, closed, event) == expected
+
+
+def test_unknown_field_warnings_name_each_event_once_remembered() -> None:
+    """Two events with one payload and their own envelopes: the second's findings come from the memo,
+    and the warning still names the first event's own index."""
+    failures, warnings = check_event_shapes(
+        [_cost(), _cost(portTrace="x", sequenceNumber=4), _cost(portTrace="x", sequenceNumber=5)]
+    )
+    assert failures == []
+    assert warnings == [
+        "cost:updated: unknown field(s) portTrace at events[1] "
+        "(tolerated: consumers ignore unknown event fields, KD-EVT-6)"
+    ]
