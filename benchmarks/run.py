@@ -382,9 +382,9 @@ def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     return time.process_time() - started, value
 
 
-def _timed_process(command: list[str]) -> float:
+def _timed_process(command: list[str], env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - started
 
 
@@ -554,6 +554,14 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
         "ratio <= 1.5",
         _ratio_at_most(1.5),
     )
+    f["startup_cold"] = Figure(
+        "4",
+        "start-up: run --list, caches empty",
+        "run --list with an empty cache folder, as on a fresh checkout (s)",
+        'python -c "import relavium_conformance, relavium_reference" (s)',
+        "s",
+        "(context)",
+    )
     f["stdio_run"] = Figure(
         "5",
         "whole run over stdio",
@@ -634,7 +642,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "export": ("export_",),
     "load": ("load",),
     "reconstruct": ("reconstruct",),
-    "list": ("startup",),
+    "list": ("startup", "startup_cold"),
     "stdio": ("stdio_run", "stdio_case", "stdio_cpu", "stdio_trip", "stdio_start"),
     "jobs": ("jobs",),
     "selftest": ("selftest", "total"),
@@ -684,9 +692,12 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
     if "startup" in f:
         say("start-up")
         f["startup"].values.append(_timed_process(_cli("run", "--list")))
-        f["startup"].floors.append(
-            _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
-        )
+        floor = _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
+        f["startup"].floors.append(floor)
+        with tempfile.TemporaryDirectory(dir=work) as empty:  # the first run --list after a change
+            cold = _timed_process(_cli("run", "--list"), {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": empty})
+        f["startup_cold"].values.append(cold)
+        f["startup_cold"].floors.append(floor)
 
     if "stdio_run" in f:
         say("transports")
