@@ -695,7 +695,8 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         floor = _timed_process([sys.executable, "-c", "import relavium_conformance, relavium_reference"])
         f["startup"].floors.append(floor)
         with tempfile.TemporaryDirectory(dir=work) as empty:  # the first run --list after a change
-            cold = _timed_process(_cli("run", "--list"), {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": empty})
+            empty_caches = {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": empty}
+            cold = _timed_process(_cli("run", "--list"), empty_caches)
         f["startup_cold"].values.append(cold)
         f["startup_cold"].floors.append(floor)
 
