@@ -22,7 +22,15 @@ import sqlite3
 import uuid
 from typing import Any
 
-from relavium_reference._model.messages import SessionMessage, message_text
+from relavium_reference._model.messages import (
+    MediaPart,
+    ReasoningPart,
+    SessionMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    message_text,
+)
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, derive_title
 from relavium_reference._rules.store_fast import MESSAGE_COLUMNS, fast_message
 from relavium_reference._rules.store_rows import (
@@ -39,6 +47,10 @@ _INSERT_MESSAGE = (
     f"INSERT INTO session_messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in MESSAGE_COLUMNS)})"
 )
+#: The part models a draft's content must be made of, exactly, to take the fast path: ``values_row`` calls
+#: their ``to_wire`` before anything validated the draft, so a draft built without validation (another
+#: type, a dict, a subclass) takes the full path, which validates it first.
+_KNOWN_PARTS = frozenset({TextPart, ToolCallPart, ToolResultPart, ReasoningPart, MediaPart})
 _LIVE_SESSION = "SELECT 1 FROM agent_sessions WHERE id = ? AND deleted_at IS NULL"
 _NEXT_SEQUENCE = "SELECT COALESCE(MAX(sequence_number), -1) + 1 FROM session_messages WHERE session_id = ?"
 _ADD_COST = (
@@ -138,20 +150,27 @@ def _stored(
 ) -> tuple[dict[str, Any], SessionMessage]:
     """One draft's row and the message a load will return for it.
 
-    A draft that leaves its id and timestamp to the store (every row the engine writes) becomes the row
-    its values give, and the load's own fast reader decides that row (:func:`fast_message`: every field
-    checked against the model's rule, the denormalised columns against the body).  Whatever it does not
+    A draft that leaves its id and timestamp to the store and whose parts are instances of the known part
+    models (every row the engine writes) becomes the row its values give, and the load's own fast reader
+    decides that row (:func:`fast_message`: every field checked against the model's rule, the
+    denormalised columns against the body).  Whatever it does not
     decide takes the full path: the message validated, its row built and read back by the full reader,
     refused exactly as before.  Both paths give the same row (``values_row``) and the same message
     (``tests/reference/test_store_writes.py``).  ``stamp`` is ``now`` as ISO text.
     """
-    if draft.id is None and draft.timestamp is None:
+    content = draft.content
+    if (
+        draft.id is None
+        and draft.timestamp is None
+        and type(content) is tuple
+        and all(type(part) in _KNOWN_PARTS for part in content)
+    ):
         row = values_row(
             message_id=message_id,
             session_id=session_id,
             sequence_number=sequence,
             role=draft.role,
-            content=draft.content,
+            content=content,
             model_id=draft.model_id,
             dropped_through=None,
             created_at=now,
