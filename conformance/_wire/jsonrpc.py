@@ -222,6 +222,7 @@ class JsonRpcPeer:
         self._incoming: set[int | str] = set()  # ids of incoming requests being served
         self._tasks: set[asyncio.Task[None]] = set()
         self._write_lock = asyncio.Lock()
+        self._slow_writers = 0  # writes holding or waiting for the lock: a fast write never passes one
         self._corked: list[bytes] | None = None
         self._failure: KitError | None = None
         self._failed = asyncio.Event()
@@ -347,13 +348,15 @@ class JsonRpcPeer:
     async def _write(self, data: bytes, what: str) -> None:
         """Write and drain, within the write timeout: a side that stops reading breaks the peer.
 
-        When no other write is waiting and the transport takes every byte at once (the usual case: a
-        pipe with room), there is nothing to drain and nothing to time.  Anything else (another write
-        draining, bytes left in the transport's buffer, a closing transport) drains under the lock
-        within the timeout, and a broken pipe is reported as before."""
+        When no other write holds or waits for the lock and the transport takes every byte at once (the
+        usual case: a pipe with room), there is nothing to drain and nothing to time.  Counting the
+        waiting writes (not only asking whether the lock is held) keeps the lock's first-come order: a
+        later write never slips ahead of a waiting one while that one is being woken.  Anything else
+        (another write draining, bytes left in the transport's buffer, a closing transport) drains
+        under the lock within the timeout, and a broken pipe is reported as before."""
         self._raise_if_unusable()
         transport = self._transport
-        if transport is not None and not self._write_lock.locked() and not transport.is_closing():
+        if transport is not None and not self._slow_writers and not transport.is_closing():
             try:
                 self._writer.write(data)
             except (OSError, RuntimeError) as exc:
@@ -362,6 +365,13 @@ class JsonRpcPeer:
             if not transport.get_write_buffer_size() and not transport.is_closing():
                 return
             data = b""  # handed to the transport already: what is left is to drain it
+        self._slow_writers += 1
+        try:
+            await self._write_drained(data, what)
+        finally:
+            self._slow_writers -= 1
+
+    async def _write_drained(self, data: bytes, what: str) -> None:
         async with self._write_lock:
             self._raise_if_unusable()
             try:
@@ -439,6 +449,15 @@ class JsonRpcPeer:
 
     # -- receiving --------------------------------------------------------------------------------
 
+    def _oversize(self, start: bytes) -> OversizeMessage:
+        """A line past the limit, whether it ended in what was read or not: ``start`` holds more than
+        the limit's bytes of it either way, so the reason quotes the same first bytes however the
+        other side's writes were split."""
+        head = start[: min(QUOTE_LIMIT, self._line_limit + 1)].decode("utf-8", "replace")
+        return OversizeMessage(
+            f"a message line is longer than the {self._line_limit}-byte line limit; it starts {quote(head)}"
+        )
+
     async def _read_loop(self) -> None:
         """Read what arrived, in chunks, and handle each complete line in order at once: a chunk holding
         several lines costs one wake-up, not one per line.  However the other side's writes are split
@@ -466,13 +485,7 @@ class JsonRpcPeer:
                         line = chunk[start : end + 1]
                     start = end + 1
                     if len(line) > self._line_limit + 1:
-                        text = line[:QUOTE_LIMIT].decode("utf-8", "replace")
-                        self._fail(
-                            OversizeMessage(
-                                f"a message line of {len(line) - 1} bytes is longer than the "
-                                f"{self._line_limit}-byte line limit; it starts {quote(text)}"
-                            )
-                        )
+                        self._fail(self._oversize(line))
                         return
                     self.received_lines += 1
                     self.received_bytes += len(line)
@@ -486,13 +499,7 @@ class JsonRpcPeer:
                     partial.append(chunk[start:] if start else chunk)
                     partial_size += len(chunk) - start
                     if partial_size > self._line_limit:
-                        head = b"".join(partial)[:QUOTE_LIMIT].decode("utf-8", "replace")
-                        self._fail(
-                            OversizeMessage(
-                                f"a message line is longer than the {self._line_limit}-byte line limit; "
-                                f"it starts {quote(head)}"
-                            )
-                        )
+                        self._fail(self._oversize(b"".join(partial)))
                         return
         except asyncio.CancelledError:
             raise

@@ -912,3 +912,142 @@ def test_a_hello_answer_of_another_major_is_a_mismatch_naming_both(answered: str
 def test_a_garbled_hello_answer_is_malformed(result: Any) -> None:
     with pytest.raises(MalformedMessage, match="hello answer"):
         check_protocol_version("1.0", result)
+
+
+_LIMIT = 60
+
+
+class _Sink:
+    """A writer that takes every byte and keeps none."""
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    async def drain(self) -> None:
+        return None
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+_OVERSIZE_STREAM = (
+    b'{"jsonrpc":"2.0","method":"note","params":{"n":1}}\n'
+    b'{"jsonrpc":"2.0","method":"m","params":{"s":"' + "é".encode() * 40 + b'"}}\n'
+    b'{"jsonrpc":"2.0","method":"note","params":{"n":2}}\n'
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(_OVERSIZE_STREAM)), max_size=6))
+def test_an_oversize_lines_reason_is_the_same_however_the_bytes_are_split(cuts: list[int]) -> None:
+    """Whether the long line ended inside what was read or not, one reason, with the same quote."""
+    points = sorted(set(cuts) | {0, len(_OVERSIZE_STREAM)})
+    pieces = [_OVERSIZE_STREAM[a:b] for a, b in itertools.pairwise(points)]
+
+    async def scenario() -> str:
+        reader = asyncio.StreamReader()
+
+        async def handler(method: str, params: JsonObject) -> Any:
+            return "ok"
+
+        peer = JsonRpcPeer(reader, _Sink(), handler=handler, line_limit=_LIMIT)  # type: ignore[arg-type]
+        for piece in pieces:
+            reader.feed_data(piece)
+            await asyncio.sleep(0)
+        reader.feed_eof()
+        failure = await asyncio.wait_for(peer.wait_failure(), GUARD)
+        assert isinstance(failure, OversizeMessage)
+        await peer.aclose()
+        return failure.reason
+
+    reason = asyncio.run(scenario())
+    head = _OVERSIZE_STREAM.split(b"\n")[1][: _LIMIT + 1].decode("utf-8", "replace")
+    assert reason.startswith(f"a message line is longer than the {_LIMIT}-byte line limit; it starts ")
+    assert reason == asyncio.run(_whole_line_reason())
+    assert head[:20] in reason
+
+
+async def _whole_line_reason() -> str:
+    """The reason when the whole stream arrives in one piece (the long line ends inside the chunk)."""
+    reader = asyncio.StreamReader()
+
+    async def handler(method: str, params: JsonObject) -> Any:
+        return "ok"
+
+    peer = JsonRpcPeer(reader, _Sink(), handler=handler, line_limit=_LIMIT)  # type: ignore[arg-type]
+    reader.feed_data(_OVERSIZE_STREAM)
+    reader.feed_eof()
+    failure = await asyncio.wait_for(peer.wait_failure(), GUARD)
+    await peer.aclose()
+    assert isinstance(failure, OversizeMessage)
+    return failure.reason
+
+
+def test_a_write_never_passes_one_waiting_for_the_lock() -> None:
+    """Writes go out in the order they were asked for, as under the plain lock: a write asked for
+    while another waits its turn (the one before it draining a full pipe) goes after it, even when
+    it comes in the moment the lock is handed over."""
+
+    class Transport:
+        buffered = 0
+
+        def is_closing(self) -> bool:
+            return False
+
+        def get_write_buffer_size(self) -> int:
+            return self.buffered
+
+    class Writer:
+        def __init__(self) -> None:
+            self.transport = Transport()
+            self.wire: list[str] = []
+            self.gate = asyncio.Event()
+            self.drained = False
+
+        def write(self, data: bytes) -> None:
+            method = json.loads(data)["method"]
+            self.wire.append(method)
+            if method == "first":
+                self.transport.buffered = 100_000  # the pipe is full: this write must drain
+
+        async def drain(self) -> None:
+            if self.transport.buffered:
+                await self.gate.wait()
+                self.transport.buffered = 0
+                self.drained = True
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            return None
+
+        async def wait_closed(self) -> None:
+            return None
+
+    async def scenario() -> list[str]:
+        writer = Writer()
+        peer = JsonRpcPeer(asyncio.StreamReader(), writer)  # type: ignore[arg-type]
+        first = asyncio.create_task(peer.notify("first"))
+        await asyncio.sleep(0)
+        second = asyncio.create_task(peer.notify("second"))  # waits for the lock
+        await asyncio.sleep(0)
+
+        async def third_once_the_first_drained() -> None:
+            while not writer.drained:
+                await asyncio.sleep(0)
+            await peer.notify("third")  # the lock is being handed to "second" right now
+
+        third = asyncio.create_task(third_once_the_first_drained())
+        await asyncio.sleep(0)
+        writer.gate.set()
+        await asyncio.wait_for(asyncio.gather(first, second, third), GUARD)
+        return writer.wire
+
+    assert asyncio.run(scenario()) == ["first", "second", "third"]
