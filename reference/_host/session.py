@@ -74,7 +74,7 @@ from relavium_reference._model.history_results import (
 )
 from relavium_reference._model.messages import AgentSessionRecord, Compaction
 from relavium_reference._model.messages import TextPart as DurableText
-from relavium_reference._model.records import CostEntry
+from relavium_reference._model.records import CostEntry, check_user_text
 from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, SessionContext
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import (
@@ -301,8 +301,7 @@ class AgentSession(SessionAutoCompaction):
 
     async def send_message(self, text: str) -> TurnResult:
         """Run one turn (idle -> streaming -> idle). Refuses ``not_started`` / ``busy`` / ``not_active``."""
-        if not isinstance(text, str):
-            raise InvalidInputError("the message text must be a string", location="text")
+        check_user_text(text)  # InvalidInputError: not a string, or a lone surrogate (UTF-8 cannot hold it)
         self._enter(SessionInput.SEND)
         self._interrupt = None
         progress = TurnProgress()

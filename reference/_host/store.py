@@ -87,6 +87,10 @@ __all__ = [
 SCHEMA_VERSION = 2
 """1: sessions, messages, costs; 2 adds the usage writer's ``session_usage`` ledger (migrated in place)."""
 T = TypeVar("T")
+#: What a commit maps to PersistError: SQLite's and the store's refusals, an invalid draft, and the
+#: values SQLite cannot bind at all in a turn built without validation (``OverflowError``: a figure past
+#: its 64-bit INTEGER; ``UnicodeEncodeError``, a ``ValueError``: text with a lone surrogate).
+_COMMIT_FAILURES = (sqlite3.Error, StoreError, ValidationError, InvalidInputError, ValueError, OverflowError)
 
 
 _SCHEMA = """
@@ -480,7 +484,7 @@ class SessionStore:
             with self._transaction() as db:
                 done = action(db, now)
                 committed = write_turn(db, session_id, turn, title, now)
-        except (sqlite3.Error, StoreError, ValidationError, InvalidInputError) as exc:
+        except _COMMIT_FAILURES as exc:
             raise PersistError("the completed turn could not be committed") from exc
         return committed, done
 

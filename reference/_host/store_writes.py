@@ -9,7 +9,11 @@ writer lease and maps errors; these functions only write.  What they keep cheap,
   ones each row's own reader rebuilt before it was written (the load's fast reader for the rows the
   engine writes, else ``stored_message``): SQLite keeps these text and integer values as given, so there
   is no read-back through the connection;
-* every statement text is fixed, so SQLite's statement cache prepares each once per connection.
+* every statement text is fixed, so SQLite's statement cache prepares each once per connection;
+* a statement that adds to a running figure (a cost row, the session totals) returns the new figures:
+  SQLite turns an INTEGER sum past ``2**63 - 1`` into a REAL instead of failing, which would poison the
+  row for every later read, so a figure that is not an integer refuses the write
+  (``StoreError("totals_range")``) and the caller's transaction rolls back.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ import sqlite3
 import uuid
 from typing import Any
 
-from relavium_reference._model.messages import SessionMessage, message_text
+from relavium_reference._model.messages import (
+    MediaPart,
+    ReasoningPart,
+    SessionMessage,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    message_text,
+)
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, derive_title
 from relavium_reference._rules.store_fast import MESSAGE_COLUMNS, fast_message
 from relavium_reference._rules.store_rows import (
@@ -35,6 +47,10 @@ _INSERT_MESSAGE = (
     f"INSERT INTO session_messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in MESSAGE_COLUMNS)})"
 )
+#: The part models a draft's content must be made of, exactly, to take the fast path: ``values_row`` calls
+#: their ``to_wire`` before anything validated the draft, so a draft built without validation (another
+#: type, a dict, a subclass) takes the full path, which validates it first.
+_KNOWN_PARTS = frozenset({TextPart, ToolCallPart, ToolResultPart, ReasoningPart, MediaPart})
 _LIVE_SESSION = "SELECT 1 FROM agent_sessions WHERE id = ? AND deleted_at IS NULL"
 _NEXT_SEQUENCE = "SELECT COALESCE(MAX(sequence_number), -1) + 1 FROM session_messages WHERE session_id = ?"
 _ADD_COST = (
@@ -48,19 +64,22 @@ _ADD_COST = (
     "call_count = call_count + excluded.call_count, "
     "unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
     "model_catalog_id = COALESCE(excluded.model_catalog_id, model_catalog_id), "
-    "updated_at = excluded.updated_at"
+    "updated_at = excluded.updated_at "
+    "RETURNING input_tokens, output_tokens, cost_microcents, call_count, unpriced_calls"
 )
 _ADD_TOTALS = (
     "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
     "total_output_tokens = total_output_tokens + ?, "
-    "total_cost_microcents = total_cost_microcents + ? WHERE id = ?"
+    "total_cost_microcents = total_cost_microcents + ? WHERE id = ? "
+    "RETURNING total_input_tokens, total_output_tokens, total_cost_microcents"
 )
 #: A turn's totals, title (while the session has none) and ``updated_at``: one statement on the session row.
 _TURN_SESSION = (
     "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
     "total_output_tokens = total_output_tokens + ?, "
     "total_cost_microcents = total_cost_microcents + ?, "
-    "title = COALESCE(title, ?), updated_at = ? WHERE id = ?"
+    "title = COALESCE(title, ?), updated_at = ? WHERE id = ? "
+    "RETURNING total_input_tokens, total_output_tokens, total_cost_microcents"
 )
 
 
@@ -103,16 +122,18 @@ def write_turn(
     db.executemany(_INSERT_MESSAGE, [row for row, _message in stored])
     for entry in turn.costs:
         _upsert_cost(db, session_id, entry, now)
-    db.execute(
-        _TURN_SESSION,
-        (
-            turn.input_tokens,
-            turn.output_tokens,
-            turn.cost_microcents,
-            title or derive_title(message_text(turn.user.content)),
-            now,
-            session_id,
-        ),
+    _in_range(
+        db.execute(
+            _TURN_SESSION,
+            (
+                turn.input_tokens,
+                turn.output_tokens,
+                turn.cost_microcents,
+                title or derive_title(message_text(turn.user.content)),
+                now,
+                session_id,
+            ),
+        )
     )
     return tuple(message for _row, message in stored)
 
@@ -129,20 +150,27 @@ def _stored(
 ) -> tuple[dict[str, Any], SessionMessage]:
     """One draft's row and the message a load will return for it.
 
-    A draft that leaves its id and timestamp to the store (every row the engine writes) becomes the row
-    its values give, and the load's own fast reader decides that row (:func:`fast_message`: every field
-    checked against the model's rule, the denormalised columns against the body).  Whatever it does not
+    A draft that leaves its id and timestamp to the store and whose parts are instances of the known part
+    models (every row the engine writes) becomes the row its values give, and the load's own fast reader
+    decides that row (:func:`fast_message`: every field checked against the model's rule, the
+    denormalised columns against the body).  Whatever it does not
     decide takes the full path: the message validated, its row built and read back by the full reader,
     refused exactly as before.  Both paths give the same row (``values_row``) and the same message
     (``tests/reference/test_store_writes.py``).  ``stamp`` is ``now`` as ISO text.
     """
-    if draft.id is None and draft.timestamp is None:
+    content = draft.content
+    if (
+        draft.id is None
+        and draft.timestamp is None
+        and type(content) is tuple
+        and all(type(part) in _KNOWN_PARTS for part in content)
+    ):
         row = values_row(
             message_id=message_id,
             session_id=session_id,
             sequence_number=sequence,
             role=draft.role,
-            content=draft.content,
+            content=content,
             model_id=draft.model_id,
             dropped_through=None,
             created_at=now,
@@ -162,24 +190,35 @@ def _stored(
 def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
     """Add one cost entry to its ``(model, legacy)`` row and to the session's totals (one cost writer)."""
     _upsert_cost(db, session_id, entry, now)
-    db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))
+    _in_range(
+        db.execute(_ADD_TOTALS, (entry.input_tokens, entry.output_tokens, entry.cost_microcents, session_id))
+    )
+
+
+def _in_range(cursor: sqlite3.Cursor) -> None:
+    """Refuse the write when a figure the statement returned left SQLite's 64-bit INTEGER (a REAL)."""
+    figures = cursor.fetchone()
+    if figures is not None and any(type(figure) is not int for figure in figures):
+        raise StoreError("totals_range")
 
 
 def _upsert_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int) -> None:
     """Add one cost entry to its ``(model, legacy)`` row; the caller moves the totals with it."""
-    db.execute(
-        _ADD_COST,
-        (
-            str(uuid.uuid4()),
-            session_id,
-            entry.model,
-            entry.model_catalog_id,
-            entry.input_tokens,
-            entry.output_tokens,
-            entry.cost_microcents,
-            entry.call_count,
-            entry.unpriced_calls,
-            now,
-            now,
-        ),
+    _in_range(
+        db.execute(
+            _ADD_COST,
+            (
+                str(uuid.uuid4()),
+                session_id,
+                entry.model,
+                entry.model_catalog_id,
+                entry.input_tokens,
+                entry.output_tokens,
+                entry.cost_microcents,
+                entry.call_count,
+                entry.unpriced_calls,
+                now,
+                now,
+            ),
+        )
     )

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
 from relavium_reference._model.messages import (
     ISO_TIMESTAMP_PATTERN,
@@ -34,12 +35,14 @@ from relavium_reference._model.shapes import WireModel
 from relavium_reference._model.vocabulary import TerminalFinishReason
 
 __all__ = [
+    "INT64_MAX",
     "TITLE_MAX_CODE_POINTS",
     "CompletedTurn",
     "CostEntry",
     "MessageDraft",
     "SessionCostRow",
     "TerminalFinishReason",
+    "check_user_text",
     "derive_title",
     "is_structural_row",
     "is_terminal_row",
@@ -53,6 +56,10 @@ TITLE_MAX_CODE_POINTS = 40
 #: Stop reasons a successful turn can end with (``tool_use`` marks structural rows; ``error`` never commits).
 
 _NonNegative = Annotated[StrictInt, Field(ge=0)]
+#: The largest figure ``history.db`` can hold: SQLite's INTEGER is a signed 64-bit value.
+INT64_MAX = 2**63 - 1
+#: A token, call or money figure handed to the store: non-negative and within SQLite's INTEGER.
+_Figure = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
 
 _TURN_REFUSALS = {
     "turn_user_row": "the first row of a turn must be a user message with a text part",
@@ -63,6 +70,7 @@ _TURN_REFUSALS = {
     "turn_unanswered_call": "every tool call of a completed turn needs exactly one result",
     "turn_draft_invalid": "a message draft breaks the session message rules",
     "cost_unpriced": "unpriced calls cannot exceed the call count",
+    "turn_totals_range": "a turn's token and money sums must fit a 64-bit integer",
 }
 
 
@@ -132,14 +140,17 @@ def is_terminal_row(role: str, content: tuple[Any, ...]) -> bool:
 
 
 class CostEntry(WireModel):
-    """Money and tokens one model spent, keyed by the raw provider model string."""
+    """Money and tokens one model spent, keyed by the raw provider model string.
+
+    Every figure is within ``0..2**63 - 1`` (SQLite's INTEGER); a larger one is invalid input.
+    """
 
     model: Annotated[StrictStr, Field(min_length=1)]
-    input_tokens: _NonNegative = 0
-    output_tokens: _NonNegative = 0
-    cost_microcents: _NonNegative = 0
-    call_count: _NonNegative = 1
-    unpriced_calls: _NonNegative = 0
+    input_tokens: _Figure = 0
+    output_tokens: _Figure = 0
+    cost_microcents: _Figure = 0
+    call_count: _Figure = 1
+    unpriced_calls: _Figure = 0
     model_catalog_id: Annotated[StrictStr, Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
@@ -192,6 +203,8 @@ class CompletedTurn(WireModel):
                     pending.remove(part.tool_call_id)
         if pending:
             raise _refuse("turn_unanswered_call")
+        if max(self.input_tokens, self.output_tokens, self.cost_microcents) > INT64_MAX:
+            raise _refuse("turn_totals_range")
         return self
 
     @property
@@ -218,6 +231,24 @@ def parse_completed_turn(data: Any) -> CompletedTurn:
         return CompletedTurn.model_validate(data)
     except ValidationError as exc:
         raise fixed_validation_error(exc, "CompletedTurn", _TURN_REFUSALS) from None
+
+
+def check_user_text(text: object) -> None:
+    """Refuse user text the store could not keep: not a string, or holding a lone surrogate.
+
+    ``history.db`` keeps text as UTF-8, which cannot encode a surrogate code point on its own (a pair
+    is one astral character and is fine).  Refused with ``InvalidInputError`` at ``text``, before the turn
+    starts, so nothing is written and the session stays usable.
+    """
+    if not isinstance(text, str):
+        raise InvalidInputError("the message text must be a string", location="text")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                "the message text must not hold a lone surrogate", location="text"
+            ) from None
 
 
 def derive_title(user_text: str) -> str | None:

@@ -62,6 +62,7 @@ STORE_ERRORS: dict[str, str] = {
     "context_mismatch": "stored context columns do not match the canonical context",
     "sequence_gap": "stored message sequence numbers are not gap-free",
     "totals_mismatch": "stored session totals do not match the cost rows",
+    "totals_range": "the write would carry a token or money total past a 64-bit integer",
     "schema_version": "history.db has an unsupported schema version",
     "closed": "the session store is closed",
     "unavailable": "history.db could not be opened, read or written",

@@ -8,18 +8,28 @@ message returned are those of the full path, and a draft the full path refuses i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from relavium_reference._host import store_writes
+from relavium_reference._host.persister import completed_turn
+from relavium_reference._host.store import SessionStore
 from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._model.messages import TOOL_CALL_ID_PATTERN, TOOL_NAME_PATTERN
-from relavium_reference._model.records import MessageDraft
+from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
+from relavium_reference._model.messages import (
+    TOOL_CALL_ID_PATTERN,
+    TOOL_NAME_PATTERN,
+    TextPart,
+    ToolResultPart,
+    parse_agent_session_record,
+)
+from relavium_reference._model.records import CostEntry, MessageDraft
 from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms, stored_message
 
 _MANY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,23 +68,60 @@ _media = st.just({"type": "media", "mimeType": "image/png", "source": {"kind": "
 _parts = _text | _reasoning | _call | _result | _media
 
 
+_assistant_parts = _text | _reasoning | _call
+
+
 @st.composite
-def _drafts(draw: st.DrawFn) -> MessageDraft:
-    data: dict[str, Any] = {
-        "role": draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool"])),
-        "content": draw(st.lists(_parts, max_size=3)),
-    }
+def _drafts(draw: st.DrawFn, *, odd: bool = False) -> MessageDraft:
+    """Drafts shaped as the roles allow, as the engine writes them: each reaches the fast path.
+
+    system and user rows hold text (a user row now and then a medium), a tool row exactly one result,
+    an assistant row text, reasoning and calls.  ``odd`` gives the drafts the fast path must leave to
+    the full one or refuse alike: any parts for the role, and a caller's id or timestamp.
+    """
+    role = draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool", "tool"]))
+    if odd:
+        content = draw(st.lists(_parts, max_size=3))
+    elif role == "tool":
+        content = [draw(_result)]
+    elif role == "assistant":
+        content = draw(st.lists(_assistant_parts, min_size=1, max_size=3))
+    else:
+        content = draw(st.lists(_text | (_media if role == "user" else _text), min_size=1, max_size=2))
+    data: dict[str, Any] = {"role": role, "content": content}
     if draw(st.booleans()):
         data["modelId"] = draw(st.text(min_size=1, max_size=6))
-    if draw(st.integers(0, 5)) == 0:
+    if odd and draw(st.booleans()):
         data["id"] = draw(st.text(min_size=1, max_size=6))
-    if draw(st.integers(0, 5)) == 0:
+    if odd and draw(st.booleans()):
         data["timestamp"] = draw(st.sampled_from(["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.678+02:00"]))
     try:
         return MessageDraft.model_validate(data)
     except ValidationError:
         assume(False)
         raise
+
+
+def _draft(role: str, *parts: dict[str, Any]) -> MessageDraft:
+    return MessageDraft.model_validate({"role": role, "content": list(parts)})
+
+
+#: Rows whose optional fields a fast path could get wrong and still pass on most random drafts.
+_EXAMPLES = (
+    _draft("assistant", {"type": "reasoning", "text": "r", "redacted": True}, {"type": "text", "text": "a"}),
+    _draft("assistant", {"type": "reasoning", "text": "", "redacted": False}),
+    _draft("assistant", {"type": "reasoning", "text": "r"}),
+    _draft(
+        "tool", {"type": "tool_result", "toolCallId": "c1", "name": "read", "isError": True, "byteLength": 7}
+    ),
+    _draft(
+        "tool",
+        {"type": "tool_result", "toolCallId": "c1", "name": "read", "isError": False, "truncated": True},
+    ),
+    _draft(
+        "assistant", {"type": "text", "text": "let me"}, {"type": "tool_call", "id": "c1", "name": "read"}
+    ),
+)
 
 
 def _same(ours: Any, full: Any) -> None:
@@ -112,15 +159,29 @@ def _both(draft: MessageDraft, session_id: str, sequence: int, now: int, reason:
     _same(message, full[1])
 
 
+def _examples(test: Any) -> Any:
+    for draft in _EXAMPLES:
+        test = example(draft, "s", 0, 0, None)(test)
+    return test
+
+
+_SEQUENCES = st.integers(min_value=-1, max_value=2**63 - 1)
+_INSTANTS = st.integers(min_value=MIN_EPOCH_MS, max_value=MAX_EPOCH_MS)
+_REASONS = st.sampled_from([None, None, "stop", "length", "content_filter", "error", "tool_use"])
+
+
 @_MANY
-@given(
-    _drafts(),
-    st.text(max_size=6),
-    st.integers(min_value=-1, max_value=2**63 - 1),
-    st.integers(min_value=MIN_EPOCH_MS, max_value=MAX_EPOCH_MS),
-    st.none() | st.sampled_from(["stop", "length", "content_filter", "error", "tool_use"]),
-)
+@_examples
+@given(_drafts(), st.text(min_size=1, max_size=6), _SEQUENCES, _INSTANTS, _REASONS)
 def test_a_draft_is_stored_as_the_full_path_stores_its_message(
+    draft: MessageDraft, session_id: str, sequence: int, now: int, reason: str | None
+) -> None:
+    _both(draft, session_id, sequence, now, reason)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_drafts(odd=True), st.text(max_size=6), _SEQUENCES, _INSTANTS, _REASONS)
+def test_an_odd_draft_is_stored_or_refused_as_the_full_path_does(
     draft: MessageDraft, session_id: str, sequence: int, now: int, reason: str | None
 ) -> None:
     _both(draft, session_id, sequence, now, reason)
@@ -148,3 +209,62 @@ def test_the_engines_rows_take_the_fast_path_and_media_the_full_one() -> None:
             store_writes._stored(media, finish_reason=None, **args)
     row, message = store_writes._stored(media, finish_reason=None, **args)
     assert message.content == media.content
+
+
+def test_a_draft_built_without_validation_takes_the_full_path() -> None:
+    """A part that is not one of the part models (here a dict, as ``model_construct`` leaves it) is
+    validated by the full path instead of reaching ``values_row``: stored as the full path stores it."""
+    draft = MessageDraft.model_construct(role="user", content=({"type": "text", "text": "q"},))
+    args = {"session_id": "s", "sequence": 0, "message_id": "m-1", "now": 0, "stamp": iso_from_ms(0)}
+    with (
+        mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")),
+        pytest.raises(AssertionError, match="full path"),
+    ):
+        store_writes._stored(draft, finish_reason=None, **args)
+    row, message = store_writes._stored(draft, finish_reason=None, **args)
+    assert message.content == (TextPart(text="q"),)
+    assert row["content"] == "q"
+
+
+def test_a_structural_turn_takes_the_fast_path_end_to_end(tmp_path: Path) -> None:
+    """Every row of a tool turn as the engine builds it (preamble text with a call, a result with its byte
+    length, the terminal text) is written by the fast path, and a load returns exactly those messages."""
+    rounds = [
+        LlmMessage(
+            role="assistant",
+            content=(LlmTextPart(text="let me"), LlmToolCallPart(id="c1", name="read", args={"p": 1})),
+        ),
+        LlmMessage(
+            role="tool",
+            content=(LlmToolResultPart(toolCallId="c1", result={"x": "\u00e9" * 10}, isError=True),),
+        ),
+    ]
+    turn = completed_turn(
+        user_text="h\u00e9llo",
+        final_text="",
+        round_messages=rounds,
+        structural_names={"c1": "read"},
+        model="m",
+        finish_reason="length",
+        costs=[CostEntry(model="m", input_tokens=1)],
+    )
+    store = SessionStore.open(tmp_path / "history.db")
+    store.create_session(
+        parse_agent_session_record(
+            {
+                "id": "s-1",
+                "agentSlug": "coder",
+                "context": {"workingDir": "/w"},
+                "createdAt": "2026-01-01T00:00:00Z",
+                "updatedAt": "2026-01-01T00:00:00Z",
+            }
+        )
+    )
+    with mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")):
+        committed = store.commit_turn("s-1", turn)
+    assert [m.role for m in committed] == ["user", "assistant", "tool", "assistant"]
+    result = committed[2].content[0]
+    assert isinstance(result, ToolResultPart)
+    assert result.is_error is True
+    assert result.byte_length == 28  # {"x":"é…é"}: 8 ASCII bytes and 10 two-byte characters (KD-MSG-1)
+    assert committed == store.load_messages("s-1")
