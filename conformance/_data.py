@@ -7,6 +7,7 @@ top-level folders of the repository.  One function serves both, preferring the i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,7 @@ __all__ = [
     "examples_dir",
     "fixtures_dir",
     "parse_yaml",
+    "read_regular_file",
     "read_yaml",
     "schemas_dir",
     "yaml_cache_dir",
@@ -70,8 +72,9 @@ def corpus_json_path() -> Path | None:
 
 def build_corpus_json(root: Path) -> dict[str, Any]:
     """Every YAML file under ``root`` as JSON data, keyed by its path under ``root``, with the SHA-256 of
-    the exact YAML text it was read from.  The YAML stays the source: this copy is made at build time
-    (``setup.py``) for readers without a YAML library, and for the kit to skip parsing."""
+    the exact YAML text it was read from, and the parser that read it (:func:`parser_version`).  The YAML
+    stays the source: this copy is made at build time (``setup.py``) for readers without a YAML library,
+    and for the kit to skip parsing while the same parser is installed."""
     import hashlib
 
     files: dict[str, Any] = {}
@@ -81,7 +84,7 @@ def build_corpus_json(root: Path) -> dict[str, Any]:
             "sha256": hashlib.sha256(raw).hexdigest(),
             "data": parse_yaml(raw.decode("utf-8")),
         }
-    return {"format": CORPUS_FORMAT, "files": files}
+    return {"format": CORPUS_FORMAT, "parser": parser_version(), "files": files}
 
 
 _CORPUS_CACHE: dict[Path, dict[str, Any]] = {}
@@ -101,8 +104,11 @@ def _from_corpus_json(path: Path, raw: bytes) -> tuple[bool, Any]:
         import json
 
         try:
-            _CORPUS_CACHE[root] = json.loads(corpus.read_text(encoding="utf-8")).get("files", {})
-        except (OSError, ValueError, AttributeError):
+            whole = json.loads(corpus.read_text(encoding="utf-8"))
+            # parsed by another parser version (or by an older build that did not say): parse afresh
+            same = whole.get("parser") == parser_version()
+            _CORPUS_CACHE[root] = whole.get("files", {}) if same else {}
+        except (OSError, ValueError, AttributeError, RecursionError):
             _CORPUS_CACHE[root] = {}
     entry = _CORPUS_CACHE[root].get(key)
     if not isinstance(entry, dict):
@@ -125,8 +131,54 @@ def parse_yaml(text: str) -> Any:
     return YAML(typ="safe", pure=True).load(text)
 
 
+def read_regular_file(path: str, limit: int, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file at ``path``; ``OSError`` when it is anything else (FIFO, device,
+    folder; a link too unless ``follow``) or larger than ``limit`` bytes.  Never waits on a FIFO and never
+    reads more than ``limit`` + 1 bytes: what the caches read may be anything a folder holds."""
+    import os
+    import stat
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(descriptor, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(f"{path}: larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
 _CACHE_ENV = "RELAVIUM_CONFORMANCE_YAML_CACHE"
 _CACHE_VERSION = f"{CORPUS_FORMAT}"
+_MAX_CACHED = 64 << 20  # a cached parse larger than this is no entry of ours (the largest is about 1 MB)
+
+
+@functools.cache
+def parser_version() -> str:
+    """The YAML parser as a name with its version (``ruamel.yaml-0.18.6``), from its installed metadata
+    folder's name, which costs a folder listing rather than an import; ``ruamel.yaml-unknown`` without
+    one.  Part of every parse cache entry's name: parses by another version are never served."""
+    import os
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("ruamel.yaml")  # imports the ``ruamel`` namespace package only
+        folder = os.path.dirname(os.path.dirname(os.path.dirname(spec.origin or ""))) if spec else ""
+        names = sorted(os.listdir(folder)) if folder else []
+    except (ImportError, OSError, ValueError):
+        names = []
+    for name in names:
+        for prefix in ("ruamel.yaml-", "ruamel_yaml-"):
+            if name.startswith(prefix) and name.endswith((".dist-info", ".egg-info")):
+                return "ruamel.yaml-" + name[len(prefix) :].rsplit(".", 1)[0]
+    return "ruamel.yaml-unknown"
 
 
 def yaml_cache_dir() -> Path | None:
@@ -154,9 +206,10 @@ def yaml_cache_dir() -> Path | None:
 
 
 def _cache_key(raw: bytes) -> str:
+    """An entry's name: the SHA-256 of the exact YAML text, then the parser that read it."""
     import hashlib
 
-    return hashlib.sha256(raw).hexdigest()
+    return f"{hashlib.sha256(raw).hexdigest()}.{parser_version()}"
 
 
 def _from_yaml_cache(raw: bytes) -> tuple[bool, Any]:
@@ -165,9 +218,9 @@ def _from_yaml_cache(raw: bytes) -> tuple[bool, Any]:
         return False, None
     import json
 
-    try:
-        entry = json.loads((folder / f"{_cache_key(raw)}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a regular file of bounded size only (a FIFO or /dev/zero in its place is no entry)
+        entry = json.loads(read_regular_file(str(folder / f"{_cache_key(raw)}.json"), _MAX_CACHED))
+    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested beyond the parser)
         return False, None
     if not isinstance(entry, dict) or entry.get("version") != _CACHE_VERSION or "data" not in entry:
         return False, None
@@ -195,14 +248,24 @@ def _into_yaml_cache(raw: bytes, data: Any) -> None:
     import os
     import tempfile
 
+    try:  # encoded before any file exists: a text UTF-8 cannot hold (a lone surrogate) keeps nothing
+        text = json.dumps({"version": _CACHE_VERSION, "data": data}, ensure_ascii=False).encode()
+    except (UnicodeError, ValueError, RecursionError):
+        return
+    tmp = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"version": _CACHE_VERSION, "data": data}, out, ensure_ascii=False)
+        with os.fdopen(fd, "wb") as out:
+            out.write(text)
         os.replace(tmp, folder / f"{_cache_key(raw)}.json")  # atomic: a reader sees all or nothing
+        tmp = None
     except OSError:
         return
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def read_yaml(path: Path, what: str = "file") -> Any:

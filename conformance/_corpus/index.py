@@ -13,8 +13,13 @@ The file is named by one key, a SHA-256 over everything a listing rests on:
   run reads), by path and exact bytes;
 * the judge: the bytes of every ``.py`` file of the kit and of the engine, and every file under
   ``schemas/``;
-* the interpreter's version and the installed distributions (the names of every ``*.dist-info`` on
-  ``sys.path``, which carry their versions: pydantic, jsonschema, ruamel.yaml...).
+* the interpreter's version and the libraries the loader rests on: the folders pydantic,
+  pydantic_core, jsonschema, jsonschema_specifications, referencing and ruamel are installed in, and the
+  names of the ``*.dist-info``/``*.egg-info`` folders there (which carry their versions).
+
+Only regular files are read (a FIFO or device under ``fixtures/`` is keyed by its name and kind, never
+opened); a linked folder is walked where it is first met, and every other path reaching it is keyed as
+an alias of that first path, so retargeting a link changes the key.
 
 A changed byte anywhere is a new key, and an index written under another key is never read: the full
 load runs, with exactly its usual errors, and writes the index afresh.  A load that fails writes
@@ -54,6 +59,7 @@ __all__ = [
 
 _FORMAT = 1
 _INDEX_FILE = "corpus-index.json"
+_MAX_INDEX = 16 << 20  # the real index is about 100 kB; a larger file is not one
 _NOT_READ = ".snapshot.json"  # golden snapshots: read by a run, never by the loader
 
 
@@ -144,39 +150,43 @@ def index_path() -> Path | None:
     return None if folder is None else folder.parent / _INDEX_FILE
 
 
-def _files(root: Path, *, suffix: str = "", skip: str = "") -> list[tuple[str, str]]:
-    """(path under ``root``, full path) of every file under ``root`` ending in ``suffix`` and not in
-    ``skip``, in a fixed order (``__pycache__`` folders left out)."""
-    found: list[tuple[str, str]] = []
-    entered: set[tuple[int, int]] = set()
-
-    def visit(folder: str, base: str) -> None:
+def _walk(root: Path, *, suffix: str = "", skip: str = "") -> list[tuple[str, str, str]]:
+    """(kind, path under ``root``, full path or first path) of what lies under ``root``, in a fixed order:
+    ``file`` for a regular file ending in ``suffix`` and not in ``skip``; ``other`` for anything else
+    with such a name (FIFO, device, socket, dangling link), never opened; ``alias`` for a folder met
+    before under another path (its first path in place of a full path), not walked again, so a link
+    loop ends and a retargeted link is a new key.  ``__pycache__`` folders are left out.  Iterative:
+    no depth of nesting can exhaust the stack."""
+    found: list[tuple[str, str, str]] = []
+    first: dict[tuple[int, int], str] = {}
+    pending: list[tuple[str, str]] = [(str(root), "")]
+    while pending:
+        folder, base = pending.pop()
         status = os.stat(folder)
-        if (status.st_dev, status.st_ino) in entered:
-            return  # a linked folder seen before (a link loop is entered once)
-        entered.add((status.st_dev, status.st_ino))
+        seen = first.setdefault((status.st_dev, status.st_ino), base)
+        if seen != base:
+            found.append(("alias", base, seen))
+            continue
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
+        folders: list[tuple[str, str]] = []
         for entry in entries:
             if entry.is_dir():  # linked folders too: the loader's glob of a suite folder follows links
                 if entry.name != "__pycache__":
-                    visit(entry.path, f"{base}{entry.name}/")
+                    folders.append((entry.path, f"{base}{entry.name}/"))
             elif entry.name.endswith(suffix) and not (skip and entry.name.endswith(skip)):
-                found.append((base + entry.name, entry.path))
-
-    visit(str(root), "")
+                kind = "file" if entry.is_file() else "other"
+                found.append((kind, base + entry.name, entry.path))
+        pending.extend(reversed(folders))  # depth first, in name order
     return found
 
 
-def _read_bytes(path: str) -> bytes:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(descriptor, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
+_MAX_KEYED_FILE = 1 << 30  # a fixture, module or schema larger than this is not something to hash
+
+
+def _text(value: object) -> bytes:
+    """Bytes for the key that any string gives, a lone surrogate or an undecodable file name included."""
+    return os.fsencode(value) if isinstance(value, Path) else str(value).encode("utf-8", "surrogatepass")
 
 
 _JUDGES = ("pydantic", "pydantic_core", "jsonschema", "jsonschema_specifications", "referencing", "ruamel")
@@ -204,20 +214,29 @@ def _installed() -> list[str]:
 def corpus_key(fixtures: Path, code: Iterable[Path], schemas: Path, environment: Iterable[str] = ()) -> str:
     """The key of an index: a SHA-256 over every loader-read file under ``fixtures`` (path and bytes),
     every ``.py`` file under each ``code`` folder, every file under ``schemas`` and the ``environment``
-    lines.  Raises ``OSError`` when a file cannot be read."""
+    lines.  Raises ``OSError`` when a folder cannot be listed or a file cannot be read (a path the
+    system cannot name included)."""
     import hashlib
 
-    digest = hashlib.sha256(f"corpus-index {_FORMAT}\0{fixtures}\0".encode())
-    for line in environment:
-        digest.update(f"env\0{line}\0".encode())
-    trees = [("fixtures", fixtures, "", _NOT_READ), *(("code", root, ".py", "") for root in code)]
-    trees.append(("schemas", schemas, "", ""))
-    for label, root, suffix, skip in trees:
-        digest.update(f"tree\0{label}\0{root}\0".encode())
-        for relative, full in _files(root, suffix=suffix, skip=skip):
-            raw = _read_bytes(full)
-            digest.update(f"file\0{relative}\0{len(raw)}\0".encode())
-            digest.update(raw)
+    from relavium_conformance._data import read_regular_file
+
+    try:
+        digest = hashlib.sha256(b"corpus-index %d\0%s\0" % (_FORMAT, _text(fixtures)))
+        for line in environment:
+            digest.update(b"env\0%s\0" % _text(line))
+        trees = [("fixtures", fixtures, "", _NOT_READ), *(("code", root, ".py", "") for root in code)]
+        trees.append(("schemas", schemas, "", ""))
+        for label, root, suffix, skip in trees:
+            digest.update(b"tree\0%s\0%s\0" % (label.encode(), _text(root)))
+            for kind, relative, full in _walk(root, suffix=suffix, skip=skip):
+                if kind != "file":  # (another folder's first path, or a file that is not regular)
+                    digest.update(b"%s\0%s\0%s\0" % (kind.encode(), _text(relative), _text(full)))
+                    continue
+                raw = read_regular_file(full, _MAX_KEYED_FILE)
+                digest.update(b"file\0%s\0%d\0" % (_text(relative), len(raw)))
+                digest.update(raw)
+    except (UnicodeError, ValueError) as exc:  # a name the system cannot encode, a NUL in a path
+        raise OSError(f"a path under the corpus cannot be named: {exc}") from None
     return digest.hexdigest()
 
 
@@ -228,17 +247,41 @@ def _code_roots() -> list[Path]:
     return [Path(__file__).resolve().parent.parent, Path(relavium_reference.__file__).resolve().parent]
 
 
+# What the full load runs, module by module: a function here that is not the kit's own (a test's stand-in)
+# may give cases the key does not describe, so no index is used or kept while one is in place.
+_LOADER = {
+    "cases": ("read_corpus", "load_transcripts", "load_transcripts_from", "load_case", "load_vector_cases"),
+    "vectors": ("load_vector_cases", "_manifest", "_read"),
+}
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_kits_own(function: object, name: str) -> bool:
+    code = getattr(function, "__code__", None)
+    return (
+        code is not None
+        and code.co_name == name
+        and os.path.dirname(os.path.dirname(os.path.abspath(code.co_filename))) == _PACKAGE
+    )
+
+
 def _loader_reads_only(fixtures: Path) -> bool:
-    """Whether the case folders the loader reads, as this process has it, are inside ``fixtures`` (the
-    keyed folder).  They are unless a test has pointed ``transcripts_dir``/``vectors_dir`` elsewhere; a
-    loader module not imported yet cannot have been, and is not imported to ask."""
-    folders: list[Path] = []
-    for name, function in (("cases", "transcripts_dir"), ("vectors", "vectors_dir")):
+    """Whether the full load, as this process has it, reads exactly the keyed fixtures: its case folders
+    are ``fixtures/transcripts`` and ``fixtures/vectors`` and its functions are the kit's own.  They are
+    unless a test has put a stand-in folder or function in place; a loader module not imported yet
+    cannot have been, and is not imported to ask."""
+    for name, folder_function, folder in (
+        ("cases", "transcripts_dir", "transcripts"),
+        ("vectors", "vectors_dir", "vectors"),
+    ):
         module = sys.modules.get(f"relavium_conformance._corpus.{name}")
-        if module is not None:
-            folders.append(getattr(module, function)())
-    keyed = fixtures.resolve()
-    return all(folder.resolve().is_relative_to(keyed) for folder in folders)
+        if module is None:
+            continue
+        if not all(_is_kits_own(getattr(module, f, None), f) for f in _LOADER[name]):
+            return False
+        if getattr(module, folder_function)().resolve() != (fixtures / folder).resolve():
+            return False
+    return True
 
 
 def _current_key() -> str | None:
@@ -246,14 +289,14 @@ def _current_key() -> str | None:
     read, or the loader reads cases from outside the keyed fixtures)."""
     from relavium_conformance._data import fixtures_dir, schemas_dir
 
-    fixtures = fixtures_dir()
-    if not _loader_reads_only(fixtures):
-        return None
-    environment = [sys.version, sys.implementation.cache_tag or "", *_installed()]
     try:
+        fixtures = fixtures_dir()
+        if not _loader_reads_only(fixtures):
+            return None
+        environment = [sys.version, sys.implementation.cache_tag or "", *_installed()]
         return corpus_key(fixtures, _code_roots(), schemas_dir(), environment)
-    except (OSError, RecursionError):
-        return None  # (an unreadable file or a folder loop: the full load reports it, if it matters)
+    except (OSError, RecursionError, UnicodeError, ValueError):
+        return None  # (an unreadable or unnamable file: the full load reports it, if it matters)
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:
@@ -278,9 +321,11 @@ def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
     """The entries kept under ``key``, or ``None`` (no file, another key, anything malformed)."""
     import json
 
-    try:
-        stored = json.loads(_read_bytes(str(path)))
-    except (OSError, ValueError):
+    from relavium_conformance._data import read_regular_file
+
+    try:  # only a regular file of bounded size, not through a link: a FIFO, /dev/zero... is no index
+        stored = json.loads(read_regular_file(str(path), _MAX_INDEX, follow=False))
+    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested beyond the parser)
         return None
     if type(stored) is not dict or stored.get("format") != _FORMAT or stored.get("key") != key:
         return None
@@ -309,12 +354,16 @@ def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...]) -> None:
         }
         for e in entries
     ]
+    try:  # (a text no UTF-8 can hold, a lone surrogate, keeps nothing: it is encoded before any file exists)
+        data = json.dumps({"format": _FORMAT, "key": key, "cases": rows}, ensure_ascii=False).encode()
+    except (UnicodeError, ValueError):
+        return
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".corpus-index.", suffix=".tmp")
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            json.dump({"format": _FORMAT, "key": key, "cases": rows}, out, ensure_ascii=False)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
         os.replace(temporary, path)  # atomic: a reader sees the old index or the new one
         temporary = None
     except OSError:
@@ -323,6 +372,12 @@ def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...]) -> None:
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+def _full_load() -> tuple[AnyCase, ...]:
+    from relavium_conformance._corpus.cases import read_corpus
+
+    return read_corpus()
 
 
 def corpus_index() -> tuple[CaseEntry, ...]:
@@ -338,9 +393,7 @@ def corpus_index() -> tuple[CaseEntry, ...]:
         kept = _read_index(path, key)
         if kept is not None:
             return kept
-    from relavium_conformance._corpus.cases import read_corpus
-
-    entries = tuple(entry_of(case) for case in read_corpus())
+    entries = tuple(entry_of(case) for case in _full_load())
     if path is not None and key is not None and _current_key() == key:
         _write_index(path, key, entries)
     return entries

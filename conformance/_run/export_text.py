@@ -33,7 +33,13 @@ from relavium_conformance._report.results import Difference
 from relavium_reference import InvalidInputError
 from relavium_reference.export import parse_workflow
 
-__all__ = ["YAML11_LOOKALIKE", "read_yaml_text", "text_property_differences", "workflow_refusal"]
+__all__ = [
+    "YAML11_LOOKALIKE",
+    "expands_too_far",
+    "read_yaml_text",
+    "text_property_differences",
+    "workflow_refusal",
+]
 
 _REMEMBERED = 256  # distinct texts kept per read (the export vectors make a few dozen)
 
@@ -58,28 +64,104 @@ def _utf16(text: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
-def _walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
-    yield path, node
-    if isinstance(node, MappingNode):
-        for key, value in node.value:
-            yield from _walk(value, f"{path}.{key.value}")
-    elif isinstance(node, SequenceNode):
-        for index, item in enumerate(node.value):
-            yield from _walk(item, f"{path}[{index}]")
-
-
 _Finding = dict[str, Any]
 """A text-property finding as :class:`Difference` arguments, its ``path`` relative to the text's root."""
 
+_ALIASED = "aliased"
+"""``_read``'s findings for a text in which a node is reached a second time (through an alias): its
+walk stops there, and the text-property check walks a fresh tree on demand, the old way, within
+:data:`_EXPANSION_LIMIT`.  The strict reader refuses every alias before the vectors ask for the text
+properties, so a read costs work in proportion to the text's nodes, whatever the text."""
+
+_EXPANSION_LIMIT = 1_000_000
+"""Work the on-demand walk of an aliased text may spend (a node visited, or a character of a path
+built, is one unit).  Aliases can make a short text a tree of exponentially many paths (an alias bomb)
+or an endless one (an anchor inside its own content); past the limit the text is reported unchecked."""
+
+
+_Walked = tuple[str, Node, list[str]]
+"""A node of a walk: its path, the node, and a mapping's keys as text (``str`` of each key's value)."""
+
+
+def _walk(root: Node, path: str, *, once: bool, limit: int = 0) -> Iterator[_Walked | None]:
+    """Every node under ``root`` with its path, depth first in text order, an alias's target again at
+    each alias, and then None if the walk stopped early:
+
+    * with ``once``, at the first node it reaches a second time (so at most once per node);
+    * else once its work passes ``limit`` (a node visited, or a character of a path built, is a unit).
+
+    A key that is a collection is named by its ``repr``, which spells out its aliases, so its nodes
+    count too.  The walk keeps its own stack, so it never recurses, however deep the tree goes.
+    """
+    stack: list[tuple[str, Node]] = [(path, root)]
+    seen: set[int] | None = set() if once else None
+    work = 0
+    while stack:
+        where, node = stack.pop()
+        if seen is not None:
+            if id(node) in seen:
+                yield None
+                return
+            seen.add(id(node))
+        keys: list[str] = []
+        if isinstance(node, MappingNode):
+            for key, _value in node.value:
+                if isinstance(key, ScalarNode):
+                    keys.append(str(key.value))
+                    continue
+                spanned = _spanned(key, seen, limit - work)
+                if spanned is None:
+                    yield None
+                    return
+                work += spanned
+                keys.append(str(key.value))
+            children = [
+                (f"{where}.{key}", value) for key, (_key, value) in zip(keys, node.value, strict=True)
+            ]
+        elif isinstance(node, SequenceNode):
+            children = [(f"{where}[{index}]", item) for index, item in enumerate(node.value)]
+        else:
+            children = []
+        if seen is None:
+            work += 1 + sum(len(child) for child, _node in children)
+            if work > limit:
+                yield None
+                return
+        yield where, node, keys
+        children.reverse()
+        stack.extend(children)
+
+
+def _spanned(key: Node, seen: set[int] | None, room: int) -> int | None:
+    """How many nodes the collection ``key`` spans, aliases spelt out; None when that is past ``room``
+    (a walk with no ``seen`` set) or when it reaches a node the walk has ``seen`` (one that has)."""
+    stack = [key]
+    count = 0
+    while stack:
+        node = stack.pop()
+        count += 1
+        if seen is not None:
+            if id(node) in seen:
+                return None
+            seen.add(id(node))
+        elif count > room:
+            return None
+        if isinstance(node, MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+        elif isinstance(node, SequenceNode):
+            stack.extend(node.value)
+    return count
+
 
 @lru_cache(maxsize=_REMEMBERED)
-def _read(text: str) -> tuple[Any, Exception | None, tuple[_Finding, ...] | Exception | None]:
+def _read(text: str) -> tuple[Any, Exception | None, tuple[_Finding, ...] | Exception | str | None]:
     """One scan of ``text`` for both of its reads: ``(data, problem, findings)``.
 
     ``data``/``problem`` are what ``parse_yaml(text)`` returns/raises: its load is ruamel's compose
     then construct of that one node, and so is this, with the text-property walk in between (before
     the constructor, which rewrites merge-key mappings in place).  ``findings`` is the composer's
-    exception, None when there is no document, else the text-property findings."""
+    exception, None when there is no document, :data:`_ALIASED` when a node is reached twice, else
+    the text-property findings."""
     yaml = YAML(typ="safe", pure=True)
     try:
         root = yaml.compose(text)
@@ -87,7 +169,8 @@ def _read(text: str) -> tuple[Any, Exception | None, tuple[_Finding, ...] | Exce
         return None, exc, exc
     if root is None:
         return None, None, None
-    findings = _findings(root)
+    scanned = _findings(_walk(root, "", once=True))
+    findings = _ALIASED if scanned is None else scanned
     try:
         return yaml.constructor.construct_document(root), None, findings
     except Exception as exc:  # so does the constructor
@@ -124,14 +207,38 @@ def _text_property_differences(text: str, path: str) -> tuple[Difference, ...]:
         return (Difference(path=path, message=f"the YAML text cannot be read: {type(findings).__name__}"),)
     if findings is None:
         return (Difference(path=path, message="the YAML text holds no document"),)
+    if isinstance(findings, str):  # aliases: a fresh tree (the constructor rewrote the scan's)
+        findings = _expanded_findings(text)
+        if findings is None:
+            return (Difference(path=path, message=_TOO_FAR),)
     return tuple(Difference(**{**found, "path": path + found["path"]}) for found in findings)
 
 
-def _findings(root: Node) -> tuple[_Finding, ...]:
+_TOO_FAR = f"the YAML text's aliases spell out past {_EXPANSION_LIMIT} units of work: not checked"
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def _expanded_findings(text: str) -> tuple[_Finding, ...] | None:
+    """The findings of a text with aliases, walked the old way (aliases spelt out) on a fresh tree;
+    None past :data:`_EXPANSION_LIMIT`."""
+    root = YAML(typ="safe", pure=True).compose(text)
+    return _findings(_walk(root, "", once=False, limit=_EXPANSION_LIMIT))
+
+
+def expands_too_far(text: str) -> bool:
+    """Whether ``text`` has aliases that spell out past :data:`_EXPANSION_LIMIT` units of work: its
+    data is a small graph that is a huge (or endless) tree, which no report may spell out."""
+    return _read(text)[2] == _ALIASED and _expanded_findings(text) is None
+
+
+def _findings(walk: Iterator[_Walked | None]) -> tuple[_Finding, ...] | None:
+    """The text-property findings of the nodes of ``walk``; None if the walk stopped early."""
     out: list[_Finding] = []
-    for where, node in _walk(root, ""):
+    for walked in walk:
+        if walked is None:
+            return None
+        where, node, keys = walked
         if isinstance(node, MappingNode):
-            keys = [str(key.value) for key, _value in node.value]
             if keys != sorted(keys, key=_utf16):
                 out.append(
                     {

@@ -47,12 +47,12 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(1)
         return corpus
 
-    monkeypatch.setattr(cases_module, "read_corpus", counted)
+    monkeypatch.setattr(index, "_full_load", counted)  # (a stand-in read_corpus would bar the index)
     return calls
 
 
 def _forbid_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cases_module, "read_corpus", lambda: pytest.fail("the full load ran"))
+    monkeypatch.setattr(index, "_full_load", lambda: pytest.fail("the full load ran"))
 
 
 def test_the_index_lists_what_the_full_load_lists(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -347,3 +347,216 @@ def test_run_list_prints_the_same_bytes_from_the_index_as_from_the_full_load(
     else:
         assert full[0] == 0
         assert full[1].count("\n") > 10
+
+
+# --- hardening (review of the index): odd names and files, hostile index files, links, stand-ins ---------
+
+
+def test_a_file_name_that_is_not_utf_8_is_keyed_not_a_crash(
+    cache: Path, fixtures_copy: Path, loads: list[int]
+) -> None:
+    before = index._current_key()
+    folder = os.fsencode(fixtures_copy / "transcripts")
+    with open(os.path.join(folder, b"notes-\xff.txt"), "wb") as stray:  # the loader globs *.yaml only
+        stray.write(b"a note")
+    key = index._current_key()
+    assert key is not None
+    assert key != before
+    assert corpus_index() == _expected()
+    assert corpus_index() == _expected()
+    assert loads == [1]  # kept and served under the key that names it
+    empty = fixtures_copy.parent / "no-schemas"
+    empty.mkdir()
+    assert corpus_key(fixtures_copy, [], empty, ["\ud800 a line no UTF-8 holds"])  # never UnicodeError
+
+
+def test_a_path_the_system_cannot_name_is_the_documented_oserror(tmp_path: Path) -> None:
+    for odd in (tmp_path / "nul\0inside", tmp_path / "lone-\ud800"):
+        with pytest.raises(OSError):
+            corpus_key(odd, [], tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo", "dev-zero", "too-large", "link-to-good"])
+def test_a_hostile_index_file_means_the_full_load_never_a_crash_or_a_hang(
+    cache: Path, loads: list[int], kind: str
+) -> None:
+    key = index._current_key()
+    assert key is not None
+    cache.mkdir(parents=True, exist_ok=True)  # (the loads fixture may have filled it)
+    path = cache / "corpus-index.json"
+    if kind == "deep":
+        path.write_text("[" * 100_000, encoding="utf-8")  # beyond the JSON parser's nesting
+    elif kind == "fifo":
+        os.mkfifo(path)  # no writer: reading it would wait for ever
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")  # endless bytes
+    elif kind == "too-large":
+        with path.open("wb") as out:
+            out.truncate((16 << 20) + 1)  # (the limit, plus one)
+    else:  # a good index, but reached through a link: not the index's own file
+        good = cache / "elsewhere.json"
+        corpus_index()
+        path.rename(good)
+        path.symlink_to(good)
+        loads.clear()
+    assert corpus_index() == _expected()
+    assert loads == [1]
+    assert path.is_file()
+    assert not path.is_symlink()
+    assert index._read_index(path, key) == _expected()
+    loads.clear()
+    assert corpus_index() == _expected()
+    assert loads == []  # ...which the next call is answered from
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dangling-link"])
+def test_a_fifo_socket_or_dangling_link_under_fixtures_is_keyed_by_name_never_opened(
+    cache: Path, fixtures_copy: Path, loads: list[int], kind: str
+) -> None:
+    import socket
+
+    before = index._current_key()
+    stray = fixtures_copy / "provider-scripts" / "stray"
+    if kind == "fifo":
+        os.mkfifo(stray)  # opened for reading, it would block the key for ever
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(stray))
+    else:
+        stray.symlink_to(fixtures_copy / "nowhere")
+    key = index._current_key()
+    assert key is not None
+    assert key != before
+    assert corpus_index() == _expected()
+    assert corpus_index() == _expected()
+    assert loads == [1]
+    stray.unlink()
+    assert index._current_key() == before
+
+
+def test_retargeting_a_link_to_a_folder_met_before_is_a_new_key(cache: Path, fixtures_copy: Path) -> None:
+    suite = fixtures_copy / "vectors" / "reconstruct"
+    shutil.copytree(suite, fixtures_copy / "aaa" / "A")
+    shutil.copytree(suite, fixtures_copy / "aaa" / "B")
+    (fixtures_copy / "aaa" / "B" / "interrupted-exchange.yaml").unlink()
+    shutil.rmtree(suite)
+    suite.symlink_to(Path("..", "aaa", "A"), target_is_directory=True)
+    first = corpus_index()
+    assert first == tuple(entry_of(case) for case in cases_module.read_corpus())
+    suite.unlink()
+    suite.symlink_to(Path("..", "aaa", "B"), target_is_directory=True)  # the same folders, relinked
+    full = tuple(entry_of(case) for case in cases_module.read_corpus())
+    assert len(full) == len(first) - 1
+    assert corpus_index() == full
+
+
+def test_a_stand_in_loader_function_neither_uses_nor_keeps_an_index(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = cases_module.load_vector_cases()
+    monkeypatch.setattr(cases_module, "load_vector_cases", lambda: real[1:])  # what a test's stand-in does
+    path = cache / "corpus-index.json"
+    listed = corpus_index()
+    assert [e.id for e in listed] == sorted(e.id for e in _expected() if e.id != real[0].id)
+    assert not path.exists()
+    monkeypatch.undo()
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", str(cache))
+    assert corpus_index() == _expected()  # the kit's own loader again: the index is kept
+    assert path.is_file()
+
+
+def test_a_stand_in_folder_inside_the_fixtures_neither_uses_nor_keeps_an_index(
+    cache: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand_in = fixtures_copy / "zz-copy"
+    shutil.copytree(fixtures_copy / "transcripts", stand_in)
+    (stand_in / f"{TRANSCRIPT}.yaml").unlink()
+    monkeypatch.setattr(cases_module, "transcripts_dir", lambda: stand_in)
+    listed = corpus_index()
+    assert TRANSCRIPT not in [e.id for e in listed]
+    assert not (cache / "corpus-index.json").exists()
+
+
+# --- the key over the real roots: each thing a listing rests on is in the key _current_key computes -------
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        f"transcripts/{TRANSCRIPT}.yaml",
+        "vectors/reconstruct/interrupted-exchange.yaml",
+        "vectors/suites.yaml",
+        "clauses/agent-session.yaml",
+        "provider-scripts/three-turns.yaml",
+    ],
+)
+def test_the_real_key_follows_every_fixture_folder(fixtures_copy: Path, relative: str) -> None:
+    before = index._current_key()
+    target = fixtures_copy / relative
+    assert target.is_file()
+    target.write_bytes(target.read_bytes() + b"\n# edited\n")
+    assert index._current_key() not in (None, before)
+
+
+@pytest.mark.parametrize("package", ["kit", "engine"])
+def test_the_real_key_follows_the_kit_and_the_engine_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str
+) -> None:
+    import relavium_reference
+
+    real = Path(index.__file__).resolve().parent.parent if package == "kit" else None
+    real = real or Path(relavium_reference.__file__).resolve().parent
+    copy = tmp_path / package
+    shutil.copytree(real, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    if package == "kit":  # the code roots are found from the modules' own files
+        monkeypatch.setattr(index, "__file__", str(copy / "_corpus" / "index.py"))
+    else:
+        monkeypatch.setattr(relavium_reference, "__file__", str(copy / "__init__.py"))
+    before = index._current_key()
+    assert before is not None
+    module = copy / ("_data.py" if package == "kit" else "__init__.py")
+    module.write_bytes(module.read_bytes() + b"\n# edited\n")
+    assert index._current_key() not in (None, before)
+
+
+def test_the_real_key_follows_the_interpreter_and_the_installed_libraries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jsonschema  # noqa: F401  (their folders are found whether imported or not)
+    import pydantic
+
+    installed = index._installed()
+    assert f"pydantic-{pydantic.VERSION}.dist-info" in installed
+    for name in ("pydantic_core", "jsonschema", "referencing", "ruamel_yaml"):
+        assert any(n.replace(".", "_").startswith(f"{name}-") for n in installed), name
+    before = index._current_key()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    after_version = index._current_key()
+    assert after_version not in (None, before)
+    monkeypatch.setattr(sys.implementation, "cache_tag", "other-311")
+    assert index._current_key() not in (None, before, after_version)
+
+
+def test_the_module_says_which_libraries_the_key_covers() -> None:
+    doc = " ".join((index.__doc__ or "").split())
+    assert "every ``*.dist-info``" not in doc
+    for name in index._JUDGES:
+        assert name in doc, name
+
+
+def test_a_title_no_utf_8_holds_is_the_usual_usage_error_and_leaves_no_temporary_file(
+    cache: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case_file = fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml"
+    text = case_file.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title: "))
+    case_file.write_text(text.replace(title, 'title: "\\ud800"'), encoding="utf-8")
+    with pytest.raises(KitUsageError) as cached:
+        corpus_index()
+    assert "string_unicode" in str(cached.value)
+    assert not [p for p in cache.rglob("*") if p.name.endswith(".tmp")]
+    assert not (cache / "corpus-index.json").exists()
+    monkeypatch.setenv("RELAVIUM_CONFORMANCE_YAML_CACHE", "0")
+    with pytest.raises(KitUsageError) as uncached:
+        corpus_index()
+    assert str(uncached.value) == str(cached.value)

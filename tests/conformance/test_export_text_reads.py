@@ -8,26 +8,42 @@ data, and fragments that are not YAML at all).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
-from ruamel.yaml.nodes import MappingNode, ScalarNode
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._corpus.vectors import ExportVector, VectorCase
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._report.results import Difference
+from relavium_conformance._run import export_text, vectors
 from relavium_conformance._run.export_text import (
+    _EXPANSION_LIMIT,
     YAML11_LOOKALIKE,
     _read,
     _utf16,
-    _walk,
     read_yaml_text,
     text_property_differences,
 )
 from relavium_conformance._selftest.compliant import own_yaml
+
+
+def _walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
+    """The walk as the kit made it before the scan was shared: recursive, aliases spelt out."""
+    yield path, node
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            yield from _walk(value, f"{path}.{key.value}")
+    elif isinstance(node, SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _walk(item, f"{path}[{index}]")
 
 
 def _plain_properties(text: str, path: str) -> list[Difference]:
@@ -159,3 +175,87 @@ def test_generated_yaml_reads_as_before(data: Any, writer: str) -> None:
 @given(text=st.text(alphabet="ab1:-#&*!<>|%@ \n\t'\"{}[],?=~.", max_size=30))
 def test_generated_fragments_read_as_before(text: str) -> None:
     _agrees(text)
+
+
+def _bomb(levels: int, width: int = 10) -> str:
+    """A YAML alias bomb: ``levels`` anchors, each a list of ``width`` aliases of the one before."""
+    text = "a: &a [" + ",".join(["x"] * width) + "]\n"
+    for level in range(levels):
+        before, this = chr(97 + level), chr(98 + level)
+        text += f"{this}: &{this} [" + ",".join([f"*{before}"] * width) + "]\n"
+    return text
+
+
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the nodes every walk of the text-property module yields (the work a text costs)."""
+    count = [0]
+    real = export_text._walk
+
+    def counting(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in real(*args, **kwargs):
+            count[0] += 1
+            yield item
+
+    monkeypatch.setattr(export_text, "_walk", counting)
+    export_text._read.cache_clear()
+    export_text._expanded_findings.cache_clear()
+    export_text._text_property_differences.cache_clear()
+    return count
+
+
+_HOSTILE = [
+    pytest.param(_bomb(5), id="bomb-5x10"),  # 218 bytes, a million paths
+    pytest.param(_bomb(6), id="bomb-6x10"),  # ten million
+    pytest.param(_bomb(4) + "? [*e, *e]\n: v\n", id="key-bomb"),  # a key's path is its repr, spelt out
+    pytest.param("a: &a [*a, *a]\n", id="endless-wide"),
+    pytest.param("&a [*a]\n", id="self-list"),
+    pytest.param("&a {k: *a}\n", id="self-map"),
+]
+
+
+@pytest.mark.parametrize("text", _HOSTILE)
+def test_a_hostile_text_costs_the_reads_bounded_work(text: str, walked: list[int]) -> None:
+    with contextlib.suppress(Exception):  # a collection key is unhashable: the read raises
+        read_yaml_text(text)
+    assert walked[0] <= 2 * len(text)  # the read walks each node at most once
+    text_property_differences(text, "t.yaml")
+    assert walked[0] <= _EXPANSION_LIMIT  # the on-demand walk stops at its limit
+
+
+def _export_vector(with_yaml: bool, parse_error: bool) -> ExportVector:
+    for vector in _export_vectors():
+        kind = (vector.expected_yaml is not None, vector.expected_parse_error is not None)
+        if kind == (with_yaml, parse_error) and vector.expected_error is None:
+            return vector
+    raise AssertionError("no such export vector")
+
+
+@pytest.mark.parametrize("text", _HOSTILE[:4])
+@pytest.mark.parametrize(("with_yaml", "parse_error"), [(True, False), (False, True), (False, False)])
+def test_an_export_answered_with_an_alias_bomb_is_a_result(
+    text: str, with_yaml: bool, parse_error: bool, walked: list[int]
+) -> None:
+    """The path the export vectors take: a failed result, after bounded work, with no spelt-out bomb."""
+    vector = _export_vector(with_yaml, parse_error)
+
+    async def call(method: str, params: dict[str, Any]) -> Any:
+        return {"document": vector.expected_document, "yaml": text}
+
+    found = asyncio.run(vectors._check_export(call, vector))
+    assert found
+    assert walked[0] <= _EXPANSION_LIMIT
+    assert any("aliases" in d.message for d in found)
+    assert len(repr(found)) < 20_000  # no difference carries the bomb's data spelt out
+
+
+def test_texts_with_aliases_keep_the_old_text_properties() -> None:
+    for text in (
+        "base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  z: 3\n",
+        "b: &x {z: yes, a: 1}\na: [*x, *x]\n",
+        "a: &a [1]\n? *a\n: v\n",
+        _bomb(3),
+    ):
+        _agrees(text)
+    assert not export_text.expands_too_far(_bomb(3))
+    assert export_text.expands_too_far(_bomb(5))
