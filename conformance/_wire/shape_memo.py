@@ -22,6 +22,7 @@ __all__ = ["forget", "memo_path", "recall", "remember"]
 _FORMAT = 1
 _LIMIT = 8192  # verdicts one process adds; the file keeps at most this many
 _MEMO_FILE = "shape-verdicts.json"
+_MAX_FILE = 16 << 20  # 8192 verdicts take about 2 MB: anything larger is not a memo of ours
 
 
 class _State:
@@ -70,10 +71,13 @@ def _load() -> None:
         return
     import json
 
+    from relavium_conformance._data import read_regular_file
+
     try:
         _State.fingerprint = _judge_fingerprint()
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # a FIFO, a device, a link or an endless file in its place is no memo: never a wait or a huge read
+        stored = json.loads(read_regular_file(str(path), _MAX_FILE, follow=False).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested past the parser's depth
         return
     if not isinstance(stored, dict) or stored.get("fingerprint") != _State.fingerprint:
         return
@@ -110,6 +114,7 @@ def _save() -> None:
     path = _State.path
     if not _State.learned or path is None:
         return
+    import contextlib
     import json
     import os
     import tempfile
@@ -117,13 +122,18 @@ def _save() -> None:
     verdicts: dict[str, Any] = {**_State.known, **_State.learned}
     if len(verdicts) > _LIMIT:
         verdicts = dict(_State.learned)  # the newest questions win
+    text = json.dumps({"fingerprint": _State.fingerprint, "verdicts": verdicts})  # ASCII: always encodes
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"fingerprint": _State.fingerprint, "verdicts": verdicts}, out)
+            out.write(text)
         os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
     except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk leaves no half-written file behind
         return
     _State.known, _State.learned = verdicts, {}
 

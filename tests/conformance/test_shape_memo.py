@@ -4,6 +4,7 @@ corrupt, foreign or unwritable memo means judging afresh, with the same verdict.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,42 @@ def test_a_corrupt_memo_means_judging_afresh(
     assert model.shape_problem(SHAPE, VALUE) == _judged_now(VALUE)
     shape_memo._save()  # and the corrupt file is replaced by a good one
     assert json.loads((cache / "shape-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo", "dev-zero", "link-to-good"])
+def test_a_hostile_memo_file_means_judging_afresh(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """What sits where the memo belongs may be anything: no wait on a FIFO, no endless read of a device,
+    no crash on JSON nested past the parser's depth, and a link is not followed (it may point anywhere)."""
+    model.shape_problem(SHAPE, VALUE)
+    shape_memo._save()
+    memo = cache / "shape-verdicts.json"
+    good = tmp_path / "good.json"
+    lie = memo.read_text(encoding="utf-8").replace("breaks the", "LIED: breaks the")
+    good.write_text(lie, encoding="utf-8")
+    memo.unlink()
+    if kind == "deep":
+        memo.write_text("[" * 100_000, encoding="utf-8")
+    elif kind == "fifo":
+        os.mkfifo(memo)
+    elif kind == "dev-zero":
+        memo.symlink_to("/dev/zero")
+    else:
+        memo.symlink_to(good)
+    _fresh(monkeypatch, cache)
+    assert model.shape_problem(SHAPE, VALUE) == _judged_now(VALUE)
+
+
+def test_a_failed_memo_write_leaves_no_temporary_file(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model.shape_problem(SHAPE, VALUE)
+
+    def refuse(*_args: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    shape_memo._save()
+    assert sorted(path.name for path in cache.iterdir()) == []
 
 
 def test_an_unwritable_memo_is_silently_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
