@@ -10,9 +10,10 @@ writer lease and maps errors; these functions only write.  What they keep cheap,
   engine writes, else ``stored_message``): SQLite keeps these text and integer values as given, so there
   is no read-back through the connection;
 * every statement text is fixed, so SQLite's statement cache prepares each once per connection;
-* a statement that adds to a running figure (a cost row, the session totals) returns the new figures:
-  SQLite turns an INTEGER sum past ``2**63 - 1`` into a REAL instead of failing, which would poison the
-  row for every later read, so a figure that is not an integer refuses the write
+* a statement that adds to a running figure (a cost row, the session totals) changes its row only while
+  every sum stays within ``2**63 - 1`` (a guard in its ``WHERE``): SQLite would turn a larger INTEGER
+  sum into a REAL instead of failing, which would poison the row for every later read.  A row left
+  unchanged (``rowcount`` 0, the row being known to exist) refuses the write
   (``StoreError("totals_range")``) and the caller's transaction rolls back.
 """
 
@@ -65,21 +66,30 @@ _ADD_COST = (
     "unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
     "model_catalog_id = COALESCE(excluded.model_catalog_id, model_catalog_id), "
     "updated_at = excluded.updated_at "
-    "RETURNING input_tokens, output_tokens, cost_microcents, call_count, unpriced_calls"
+    "WHERE input_tokens <= 9223372036854775807 - excluded.input_tokens "
+    "AND output_tokens <= 9223372036854775807 - excluded.output_tokens "
+    "AND cost_microcents <= 9223372036854775807 - excluded.cost_microcents "
+    "AND call_count <= 9223372036854775807 - excluded.call_count "
+    "AND unpriced_calls <= 9223372036854775807 - excluded.unpriced_calls"
+)
+#: The session's totals stay within SQLite's INTEGER after adding ``?1``-``?3`` (a difference that cannot
+#: overflow: every figure added is non-negative).
+_TOTALS_FIT = (
+    "total_input_tokens <= 9223372036854775807 - ?1 "
+    "AND total_output_tokens <= 9223372036854775807 - ?2 "
+    "AND total_cost_microcents <= 9223372036854775807 - ?3"
 )
 _ADD_TOTALS = (
-    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
-    "total_output_tokens = total_output_tokens + ?, "
-    "total_cost_microcents = total_cost_microcents + ? WHERE id = ? "
-    "RETURNING total_input_tokens, total_output_tokens, total_cost_microcents"
+    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?1, "
+    "total_output_tokens = total_output_tokens + ?2, "
+    "total_cost_microcents = total_cost_microcents + ?3 WHERE id = ?4 AND " + _TOTALS_FIT
 )
 #: A turn's totals, title (while the session has none) and ``updated_at``: one statement on the session row.
 _TURN_SESSION = (
-    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?, "
-    "total_output_tokens = total_output_tokens + ?, "
-    "total_cost_microcents = total_cost_microcents + ?, "
-    "title = COALESCE(title, ?), updated_at = ? WHERE id = ? "
-    "RETURNING total_input_tokens, total_output_tokens, total_cost_microcents"
+    "UPDATE agent_sessions SET total_input_tokens = total_input_tokens + ?1, "
+    "total_output_tokens = total_output_tokens + ?2, "
+    "total_cost_microcents = total_cost_microcents + ?3, "
+    "title = COALESCE(title, ?4), updated_at = ?5 WHERE id = ?6 AND " + _TOTALS_FIT
 )
 
 
@@ -196,9 +206,8 @@ def add_cost(db: sqlite3.Connection, session_id: str, entry: CostEntry, now: int
 
 
 def _in_range(cursor: sqlite3.Cursor) -> None:
-    """Refuse the write when a figure the statement returned left SQLite's 64-bit INTEGER (a REAL)."""
-    figures = cursor.fetchone()
-    if figures is not None and any(type(figure) is not int for figure in figures):
+    """Refuse the write when its guard kept the row as it was: a figure would have left the range."""
+    if cursor.rowcount != 1:
         raise StoreError("totals_range")
 
 
