@@ -549,11 +549,16 @@ _STREAM = (
 )
 
 
+def _cut(stream: bytes, cuts: list[int]) -> list[bytes]:
+    """``stream`` cut at ``cuts``: the pieces a pipe might hand the reader, in order."""
+    points = sorted(set(cuts) | {0, len(stream)})
+    return [stream[a:b] for a, b in itertools.pairwise(points)]
+
+
 @settings(max_examples=60, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=0, max_value=len(_STREAM)), max_size=12))
 def test_how_the_bytes_are_split_never_changes_what_is_read(cuts: list[int]) -> None:
-    points = sorted(set(cuts) | {0, len(_STREAM)})
-    pieces = [_STREAM[a:b] for a, b in itertools.pairwise(points)]
+    pieces = _cut(_STREAM, cuts)
 
     async def scenario() -> None:
         reader = asyncio.StreamReader()
@@ -947,8 +952,7 @@ _OVERSIZE_STREAM = (
 @given(cuts=st.lists(st.integers(min_value=0, max_value=len(_OVERSIZE_STREAM)), max_size=6))
 def test_an_oversize_lines_reason_is_the_same_however_the_bytes_are_split(cuts: list[int]) -> None:
     """Whether the long line ended inside what was read or not, one reason, with the same quote."""
-    points = sorted(set(cuts) | {0, len(_OVERSIZE_STREAM)})
-    pieces = [_OVERSIZE_STREAM[a:b] for a, b in itertools.pairwise(points)]
+    pieces = _cut(_OVERSIZE_STREAM, cuts)
 
     async def scenario() -> str:
         reader = asyncio.StreamReader()
