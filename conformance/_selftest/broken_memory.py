@@ -210,7 +210,7 @@ class _SelectsMessagesNotExchanges(AgentSession):
         size = getattr(self._memory, "window_size", None)
         everything = working_messages(self._exchanges)
         if self._memory.type != "window" or not size:
-            return super()._history()
+            return list(super()._history())
         return everything[-2 * size :]
 
 

@@ -59,18 +59,16 @@ async def ask_admission(
     attempt: int,
     round_number: int,
     provider: ProviderId,
-    built: LlmRequest,
+    built: ProjectedRequest,
     sent: LlmRequest,
     max_tokens_estimate: int | None,
 ) -> tuple[AdmissionRequest, Admitted | AdmissionRefused]:
-    """Measure ``built`` (the request as built, before any reasoning stripping) and ask admission for
-    ``sent`` (what will go out).
+    """Measure ``built`` (the projection the request was built from: the same system, messages and tools,
+    before any reasoning stripping) and ask admission for ``sent`` (what will go out).
 
     A cancellation while the answer is pending releases the admission, then propagates.
     """
-    estimate = estimate_tokens(
-        ProjectedRequest(system=built.system or "", messages=built.messages, tools=built.tools)
-    )
+    estimate = estimate_tokens(built)
     asked = AdmissionRequest(
         purpose=purpose,
         provider=provider.value,

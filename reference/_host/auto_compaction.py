@@ -23,6 +23,8 @@ Neither ever uses the manual unknown-window soft bound, and billed usage never d
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from functools import cached_property
 from typing import Literal
 
 from relavium_reference._host.session_compaction import SessionCompaction
@@ -52,7 +54,7 @@ from relavium_reference._rules.compaction import (
 )
 from relavium_reference._rules.lifecycle import SessionInput, SessionState
 from relavium_reference._rules.memory import automatic_compaction_allowed
-from relavium_reference._rules.projection import HistoryMessage, project_request
+from relavium_reference._rules.projection import HistoryMemo, HistoryMessage, project_request
 
 __all__ = ["SessionAutoCompaction"]
 
@@ -60,8 +62,14 @@ __all__ = ["SessionAutoCompaction"]
 class SessionAutoCompaction(SessionCompaction):
     """The automatic triggers of a session (the session provides the methods below)."""
 
-    def _history(self) -> list[HistoryMessage]:  # provided by the session
-        raise NotImplementedError
+    @cached_property
+    def _histories(self) -> HistoryMemo:
+        return HistoryMemo()
+
+    def _history(self) -> Sequence[HistoryMessage]:
+        """Selection and summary placement of the working transcript (before any folding), projected
+        afresh only when the slots changed otherwise than by appending (see ``HistoryMemo``)."""
+        return self._histories.project(self._exchanges, self._memory, self._preamble)
 
     def _advertised(self, policy: TurnPolicy) -> tuple[str, ...]:  # provided by the session
         raise NotImplementedError

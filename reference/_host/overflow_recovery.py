@@ -22,6 +22,7 @@ The summariser's spend never enters the turn's usage and uses no slot of the har
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Protocol
 
 from relavium_reference._host.compaction import CompactionReport
@@ -36,7 +37,7 @@ __all__ = ["recover_overflow"]
 class _Session(Protocol):
     """The parts of an :class:`~relavium_reference._host.session.AgentSession` a recovery uses."""
 
-    def _history(self) -> list[HistoryMessage]: ...
+    def _history(self) -> Sequence[HistoryMessage]: ...
 
     async def run_compaction(
         self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False

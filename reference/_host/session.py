@@ -95,9 +95,7 @@ from relavium_reference._rules.memory import (
 )
 from relavium_reference._rules.projection import (
     Exchange,
-    HistoryMessage,
     estimate_tokens,
-    project_history,
     project_request,
 )
 from relavium_reference._rules.resume import (
@@ -460,10 +458,6 @@ class AgentSession(SessionAutoCompaction):
 
     def _select_trim(self, max_messages: int) -> TrimPlan:
         return plan_trim([exchange.message_units for exchange in self._exchanges], max_messages)
-
-    def _history(self) -> list[HistoryMessage]:
-        """Selection and summary placement of the working transcript (before any folding)."""
-        return project_history(self._exchanges, self._memory, self._preamble)
 
     def _advertised(self, policy: TurnPolicy) -> tuple[str, ...]:
         registry = self._deps.tools

@@ -422,7 +422,7 @@ async def _admit(
     attempt on another provider than the one that produced this turn's rounds.  A refusal raises
     ``budget_exceeded`` naming the cap; a failed pending write latches the session and sends nothing.
     """
-    built = _to_request(_project(setup, round_messages), setup, entry.model)
+    built = _to_request(projected := _project(setup, round_messages), setup, entry.model)
     crossing = progress.rounds_provider is not None and progress.rounds_provider is not entry.provider
     sent = strip_reasoning(built) if crossing else built
     request_id = setup.next_request_id()
@@ -433,7 +433,7 @@ async def _admit(
         attempt=progress.attempts + 1,
         round_number=len(round_messages) // 2,
         provider=entry.provider,
-        built=built,
+        built=projected,
         sent=sent,
         max_tokens_estimate=setup.max_tokens_estimate,
     )

@@ -16,6 +16,13 @@ request at turn 1000 shares a thousand frozen values instead of rebuilding them.
 lists (the request's, a folded message's content), copies this turn's tool rounds and tool definitions
 (their arguments and schemas are plain mutable data), and shares only frozen values; the caller owns
 what it gets.
+
+What every request of one history needs is computed once, when the history is made: a :class:`History`
+holds its request messages already folded and their KD-COMP-2 characters, a request folds only where the
+history meets the pending user and the tool rounds, and its estimate reads the history's characters for
+as long as the request still starts with those very messages.  A session keeps its last history in a
+:class:`HistoryMemo`, which extends it when slots were only appended: a turn at turn 1000 no longer walks
+the thousand slots before it (issue 20).
 """
 
 from __future__ import annotations
@@ -24,11 +31,11 @@ import copy
 import json
 import math
 import operator
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import islice
-from typing import Literal
+from typing import Literal, overload
 
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, ToolDef
 from relavium_reference._model.shapes import MemoryPolicySpec
@@ -37,6 +44,8 @@ __all__ = [
     "SUMMARY_CLOSE",
     "SUMMARY_OPEN",
     "Exchange",
+    "History",
+    "HistoryMemo",
     "HistoryMessage",
     "ProjectedRequest",
     "estimate_tokens",
@@ -122,12 +131,89 @@ def project_history(
 
 
 @dataclass(frozen=True)
+class History(Sequence[HistoryMessage]):
+    """A projected history (the summary first, then the selected slots' messages, before folding) as one
+    frozen value, with what every request that carries it needs: its request messages folded
+    (:attr:`folded`) and their KD-COMP-2 characters (:attr:`chars`).  Make one with :meth:`of`."""
+
+    items: tuple[HistoryMessage, ...]
+    folded: tuple[LlmMessage, ...]
+    chars: int
+
+    @classmethod
+    def of(cls, items: Iterable[HistoryMessage]) -> History:
+        owned = tuple(items)
+        folded = tuple(fold_same_role(list(map(_MESSAGE, owned))))
+        return cls(owned, folded, _message_chars(folded))
+
+    def extended(self, more: Sequence[HistoryMessage]) -> History:
+        """This history and then ``more``, folded only where they meet (equal to :meth:`of` of both)."""
+        folded, kept = _fold_onto(self.folded, list(map(_MESSAGE, more)))
+        prefix_chars = self.prefix(kept)[1]
+        return History((*self.items, *more), tuple(folded), prefix_chars + _message_chars(folded[kept:]))
+
+    def prefix(self, kept: int) -> tuple[tuple[LlmMessage, ...], int]:
+        """The first ``kept`` folded messages (all of them, or all but the last) and their characters."""
+        if kept == len(self.folded):
+            return self.folded, self.chars
+        return self.folded[:kept], self.chars - _message_chars(self.folded[kept:])
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[HistoryMessage]:
+        return iter(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> HistoryMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[HistoryMessage, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> HistoryMessage | tuple[HistoryMessage, ...]:
+        return self.items[index]
+
+
+class HistoryMemo:
+    """One session's last projected history, so that a turn does not project its whole transcript again.
+
+    :meth:`project` returns what :func:`project_history` returns for the same arguments, as a
+    :class:`History`: the last one when the summary and the selected slots are unchanged, the last one
+    extended when slots were only appended, and a fresh projection otherwise.  The key is the summary and
+    the selected slots themselves (frozen values, compared by value after identity), never a version
+    number: no change of the transcript, of the selection or of the summary can be served a stale history.
+    """
+
+    def __init__(self) -> None:
+        self._summary: str | None = None
+        self._slots: tuple[Exchange, ...] = ()
+        self._history = History.of(())
+
+    def project(
+        self, exchanges: Sequence[Exchange], memory: MemoryPolicySpec, summary: str | None
+    ) -> History:
+        slots = tuple(select_exchanges(exchanges, memory))
+        seen = len(self._slots)
+        if summary == self._summary and slots[:seen] == self._slots:
+            if len(slots) == seen:
+                return self._history
+            history = self._history.extended(working_messages(slots[seen:]))
+        else:
+            history = History.of([*summary_messages(summary), *working_messages(slots)])
+        self._summary, self._slots, self._history = summary, slots, history
+        return history
+
+
+@dataclass(frozen=True)
 class ProjectedRequest:
     """The owned parts of one request: the authored system prompt and the folded messages."""
 
     system: str
     messages: list[LlmMessage]
     tools: list[ToolDef] | None
+    known_prefix: tuple[tuple[LlmMessage, ...], int] | None = field(default=None, compare=False, repr=False)
+    """Leading messages whose KD-COMP-2 characters are known, and that count: :func:`estimate_tokens`
+    uses it only while :attr:`messages` starts with those very (frozen) messages."""
 
 
 def project_request(
@@ -140,17 +226,19 @@ def project_request(
 ) -> ProjectedRequest:
     """The one projection: history, the pending user, this turn's tool rounds, folded last.
 
-    ``history`` comes from :func:`project_history`.  ``rounds`` and ``tools`` are deep-copied so that
-    nothing a provider does to the request can reach the turn's own record.  ``pending_user`` is
-    ``None`` only to measure the history alone (a compaction's before and after).
+    ``history`` comes from :func:`project_history` (or a session's :class:`HistoryMemo`).  ``rounds``
+    and ``tools`` are deep-copied so that nothing a provider does to the request can reach the turn's own
+    record.  ``pending_user`` is ``None`` only to measure the history alone (a compaction's before and
+    after).
     """
-    items = list(map(_MESSAGE, history))
-    if pending_user is not None:
-        items.append(text_message("user", pending_user))
-    items.extend(LlmMessage.model_validate(copy.deepcopy(message.model_dump())) for message in rounds)
-    messages = fold_same_role(items)
+    base = history if isinstance(history, History) else History.of(history)
+    tail = [text_message("user", pending_user)] if pending_user is not None else []
+    tail.extend(LlmMessage.model_validate(copy.deepcopy(message.model_dump())) for message in rounds)
+    messages, kept = _fold_onto(base.folded, tail)
     owned_tools = [ToolDef.model_validate(copy.deepcopy(t.model_dump())) for t in tools] if tools else None
-    return ProjectedRequest(system=system, messages=messages, tools=owned_tools)
+    return ProjectedRequest(
+        system=system, messages=messages, tools=owned_tools, known_prefix=base.prefix(kept)
+    )
 
 
 _MESSAGE_OVERHEAD = 8
@@ -161,16 +249,43 @@ def estimate_tokens(request: ProjectedRequest) -> int:
     """The KD-COMP-2 estimate of a projected request: characters / 4, rounded up.
 
     Characters: the system text, 8 per message plus each part's text length (256 for a part that is
-    not text), and the compact JSON length of each tool definition.
+    not text), and the compact JSON length of each tool definition.  The characters of a known prefix
+    (:attr:`ProjectedRequest.known_prefix`) are read, not counted again, when the request's messages
+    still start with exactly those messages.
     """
-    chars = len(request.system)
-    for message in request.messages:
-        chars += _MESSAGE_OVERHEAD
-        for part in message.content:
-            chars += len(part.text) if isinstance(part, LlmTextPart) else _NON_TEXT_PART
+    chars, messages, start = len(request.system), request.messages, 0
+    if request.known_prefix is not None:
+        prefix, prefix_chars = request.known_prefix
+        if len(prefix) <= len(messages) and all(map(operator.is_, prefix, messages)):
+            chars, start = chars + prefix_chars, len(prefix)
+    chars += _message_chars(islice(messages, start, None))
     for tool in request.tools or ():
         chars += len(json.dumps(tool.to_wire(), separators=(",", ":"), ensure_ascii=False))
     return math.ceil(chars / 4)
+
+
+def _message_chars(messages: Iterable[LlmMessage]) -> int:
+    """KD-COMP-2 characters of messages: 8 each, plus each part's text length (256 for a non-text part)."""
+    chars = 0
+    for message in messages:
+        chars += _MESSAGE_OVERHEAD
+        for part in message.content:
+            chars += len(part.text) if isinstance(part, LlmTextPart) else _NON_TEXT_PART
+    return chars
+
+
+def _fold_onto(folded: Sequence[LlmMessage], tail: Sequence[LlmMessage]) -> tuple[list[LlmMessage], int]:
+    """``fold_same_role`` of ``folded`` (already folded) then ``tail``, folding only where they meet.
+
+    Returns the new list and how many leading messages of ``folded`` it shares as they are: all of them,
+    or all but the last when that one and the tail's first share a role and become one message.
+    """
+    rest = fold_same_role(tail)
+    if folded and rest and folded[-1].role == rest[0].role:
+        last, first = folded[-1], rest[0]
+        joined = LlmMessage.model_construct(role=last.role, content=(*last.content, *first.content))
+        return [*islice(folded, len(folded) - 1), joined, *islice(rest, 1, None)], len(folded) - 1
+    return [*folded, *rest], len(folded)
 
 
 def fold_same_role(messages: Sequence[LlmMessage]) -> list[LlmMessage]:
