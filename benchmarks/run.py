@@ -590,6 +590,23 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
             "ratio <= 1",
             _ratio_at_most(1.0),
         )
+        for part, label in _SELFTEST_PARTS.items():
+            f[f"selftest_{part}"] = Figure(
+                "7",
+                f"selftest part: {label}",
+                f"CPU of {label}, one part at a time (s)",
+                "CPU of the selftest's in-process reference run (s)",
+                "s",
+                "(context)",
+            )
+        f["selftest_least"] = Figure(
+            "7",
+            "least run + selftest on these cores",
+            "run + the selftest parts' CPU spread perfectly over the cores (s)",
+            "20 s budget",
+            "s",
+            "(context)",
+        )
     return f
 
 
@@ -611,7 +628,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "stdio_least_case",
     ),
     "jobs": ("jobs",),
-    "selftest": ("selftest", "total"),
+    "selftest": ("selftest", "total", "selftest_"),
 }
 
 
@@ -711,6 +728,31 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         f["selftest"].floors.append(run_time)
         f["total"].values.append(run_time + selftest_time)
         f["total"].floors.append(20.0)
+        parts = _selftest_parts()
+        cpu = parts["cpu"]
+        for part in _SELFTEST_PARTS:
+            f[f"selftest_{part}"].values.append(cpu[part])
+            f[f"selftest_{part}"].floors.append(cpu["reference"])
+        f["selftest_least"].values.append(run_time + sum(cpu.values()) / (os.cpu_count() or 1))
+        f["selftest_least"].floors.append(20.0)
+
+
+_SELFTEST_PARTS = {
+    "broken": "the broken implementations",
+    "alternatives": "the compliant alternatives",
+    "store": "the store profile's breaks",
+    "misbehaviours": "the misbehaving programs (kit + servers)",
+}
+
+
+def _selftest_parts() -> dict[str, Any]:
+    """The CPU of each part of the selftest, from ``selftest_parts.py`` in a fresh interpreter."""
+    script = Path(__file__).with_name("selftest_parts.py")
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, encoding="utf-8"
+    )
+    parts: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return parts
 
 
 def _store_round(
