@@ -466,6 +466,14 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
             "turns/s",
             "(context)",
         ),
+        "durable_ceiling": Figure(
+            "1",
+            "durable turns/s: engine + 2 commits alone",
+            "1 / (a turn without persistence + the contract's 2 commits, one after the other), turns/s",
+            "raw commits/s of the same rows",
+            "turns/s",
+            "(context)",
+        ),
     }
     for turn in (100, 1000):
         f[f"turn_{turn}"] = Figure(
@@ -608,12 +616,29 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
             "ratio <= 1",
             _ratio_at_most(1.0),
         )
+        for part, label in _SELFTEST_PARTS.items():
+            f[f"selftest_{part}"] = Figure(
+                "7",
+                f"selftest part: {label}",
+                f"CPU of {label}, one part at a time (s)",
+                "CPU of the selftest's in-process reference run (s)",
+                "s",
+                "(context)",
+            )
+        f["selftest_least"] = Figure(
+            "7",
+            "least run + selftest on these cores",
+            "run + the selftest parts' CPU spread perfectly over the cores (s)",
+            "20 s budget",
+            "s",
+            "(context)",
+        )
     return f
 
 
 MEASURES: dict[str, tuple[str, ...]] = {
     # --only NAME -> the figures it fills (keys of build_figures' result, or their prefix)
-    "durable": ("durable", "durable_contract", "in_memory"),
+    "durable": ("durable", "durable_contract", "in_memory", "durable_ceiling"),
     "turn-cost": ("turn_",),
     "export": ("export_",),
     "load": ("load",),
@@ -629,7 +654,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "stdio_least_case",
     ),
     "jobs": ("jobs",),
-    "selftest": ("selftest", "total"),
+    "selftest": ("selftest", "total", "selftest_"),
 }
 
 
@@ -662,6 +687,11 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
             in_memory = asyncio.run(_turns_in_memory(turns))
             f["in_memory"].values.append(in_memory)
             f["in_memory"].floors.append(durable)
+            # the engine's own work and the contract's commits, added with nothing else: what persistence
+            # code could reach if it cost nothing and overlapped nothing (a session's turns are serial,
+            # and the pending usage record must be durable before the provider is called)
+            f["durable_ceiling"].values.append(1 / (1 / in_memory + 1 / contract))
+            f["durable_ceiling"].floors.append(one)
 
     if "turn_1000" in f:
         say("per-turn cost (in an interpreter of its own)")
@@ -724,6 +754,31 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         f["selftest"].floors.append(run_time)
         f["total"].values.append(run_time + selftest_time)
         f["total"].floors.append(20.0)
+        parts = _selftest_parts()
+        cpu = parts["cpu"]
+        for part in _SELFTEST_PARTS:
+            f[f"selftest_{part}"].values.append(cpu[part])
+            f[f"selftest_{part}"].floors.append(cpu["reference"])
+        f["selftest_least"].values.append(run_time + sum(cpu.values()) / (os.cpu_count() or 1))
+        f["selftest_least"].floors.append(20.0)
+
+
+_SELFTEST_PARTS = {
+    "broken": "the broken implementations",
+    "alternatives": "the compliant alternatives",
+    "store": "the store profile's breaks",
+    "misbehaviours": "the misbehaving programs (kit + servers)",
+}
+
+
+def _selftest_parts() -> dict[str, Any]:
+    """The CPU of each part of the selftest, from ``selftest_parts.py`` in a fresh interpreter."""
+    script = Path(__file__).with_name("selftest_parts.py")
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, encoding="utf-8"
+    )
+    parts: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return parts
 
 
 def _store_round(

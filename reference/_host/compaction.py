@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from relavium_reference._host.admission import UsageWriter, release_quietly
+from relavium_reference._host.provider_stream import close_stream
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
 from relavium_reference._host.usage import publish_cost
@@ -406,22 +407,25 @@ async def _stream(
         chunks = open_stream(candidate.provider, request, Invocation("summary", candidate.window)).__aiter__()
     except Exception:
         return None, False
-    while True:
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            return None, not text
-        except Exception:
-            return None, False
-        if isinstance(chunk, TextDelta):
-            text += chunk.text
-        elif isinstance(chunk, StopChunk):
-            if not await _account(job, model, chunk.usage, number):
+    try:
+        while True:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return None, not text
+            except Exception:
                 return None, False
-            return text, False
-        elif isinstance(chunk, StreamErrorChunk):
-            accounted = await _account(job, model, chunk.usage, number)
-            return None, accounted and chunk.error.retryable and not text
+            if isinstance(chunk, TextDelta):
+                text += chunk.text
+            elif isinstance(chunk, StopChunk):
+                if not await _account(job, model, chunk.usage, number):
+                    return None, False
+                return text, False
+            elif isinstance(chunk, StreamErrorChunk):
+                accounted = await _account(job, model, chunk.usage, number)
+                return None, accounted and chunk.error.retryable and not text
+    finally:
+        await close_stream(chunks)  # the provider's cleanup belongs to the pass attempt
 
 
 def _projection_tokens(job: CompactionJob, exchanges: Sequence[Exchange], summary: str | None) -> int:

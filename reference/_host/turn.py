@@ -17,6 +17,7 @@ from typing import Any
 
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.joint_commit import DeferredResolution
+from relavium_reference._host.provider_stream import close_stream
 from relavium_reference._host.round_accounting import PendingResolution
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
@@ -505,59 +506,62 @@ async def _one_attempt(
     except Exception:
         result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
         return result
-    while True:
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            break
-        except Exception:  # a provider that raises instead of yielding an error chunk
-            result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
-            return result
-        if isinstance(chunk, TextDelta):
-            result.text += chunk.text
-            await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
-        elif isinstance(chunk, ReasoningDelta):
-            part = reasoning.get(chunk.id)
-            if part is not None:
-                part.text += chunk.text
-            await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
-        elif isinstance(chunk, ReasoningStart):
-            reasoning[chunk.id] = _PendingReasoning()
-            result.reasoning.append(reasoning[chunk.id])
-        elif isinstance(chunk, ReasoningEnd):
-            if chunk.id in reasoning:
-                reasoning[chunk.id].signature = chunk.signature
-        elif isinstance(chunk, ToolCallStart):
-            calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
-            result.calls.append(calls[chunk.id])
-        elif isinstance(chunk, ToolCallDelta):
-            if chunk.id in calls:
-                calls[chunk.id].args_json += chunk.args_json_delta
-        elif isinstance(chunk, ToolCallEnd):
-            if chunk.id in calls:
-                _parse_args(calls[chunk.id])
-        elif isinstance(chunk, StopChunk):
-            progress.usage = progress.usage + chunk.usage
-            final = chunk.stop_reason is not StopReason.TOOL_USE or not result.calls
-            if final:
-                progress.resolved = True  # the final reply is in: a later abort is a no-op
-            if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
-                record = _resolution_record(model, attempt_number, chunk.usage)
-                progress.deferred = DeferredResolution(record, chunk.usage, attempt_number)
-            elif final or setup.usage is None:
-                await _account(setup, progress, model, chunk.usage, attempt_number)
-            else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
-                result.unaccounted = (chunk.usage, attempt_number)
-            result.stop_reason = chunk.stop_reason
-            return result
-        elif isinstance(chunk, StreamErrorChunk):
-            result.error = chunk.error
-            if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
+    try:
+        while True:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception:  # a provider that raises instead of yielding an error chunk
+                result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
+                return result
+            if isinstance(chunk, TextDelta):
+                result.text += chunk.text
+                await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
+            elif isinstance(chunk, ReasoningDelta):
+                part = reasoning.get(chunk.id)
+                if part is not None:
+                    part.text += chunk.text
+                await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
+            elif isinstance(chunk, ReasoningStart):
+                reasoning[chunk.id] = _PendingReasoning()
+                result.reasoning.append(reasoning[chunk.id])
+            elif isinstance(chunk, ReasoningEnd):
+                if chunk.id in reasoning:
+                    reasoning[chunk.id].signature = chunk.signature
+            elif isinstance(chunk, ToolCallStart):
+                calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
+                result.calls.append(calls[chunk.id])
+            elif isinstance(chunk, ToolCallDelta):
+                if chunk.id in calls:
+                    calls[chunk.id].args_json += chunk.args_json_delta
+            elif isinstance(chunk, ToolCallEnd):
+                if chunk.id in calls:
+                    _parse_args(calls[chunk.id])
+            elif isinstance(chunk, StopChunk):
                 progress.usage = progress.usage + chunk.usage
-            await _account(setup, progress, model, chunk.usage, attempt_number)
-            return result
-    result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
-    return result
+                final = chunk.stop_reason is not StopReason.TOOL_USE or not result.calls
+                if final:
+                    progress.resolved = True  # the final reply is in: a later abort is a no-op
+                if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
+                    record = _resolution_record(model, attempt_number, chunk.usage)
+                    progress.deferred = DeferredResolution(record, chunk.usage, attempt_number)
+                elif final or setup.usage is None:
+                    await _account(setup, progress, model, chunk.usage, attempt_number)
+                else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
+                    result.unaccounted = (chunk.usage, attempt_number)
+                result.stop_reason = chunk.stop_reason
+                return result
+            elif isinstance(chunk, StreamErrorChunk):
+                result.error = chunk.error
+                if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
+                    progress.usage = progress.usage + chunk.usage
+                await _account(setup, progress, model, chunk.usage, attempt_number)
+                return result
+        result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
+        return result
+    finally:
+        await close_stream(chunks)  # the provider's cleanup belongs to the attempt
 
 
 async def _account(
