@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from relavium_reference._host.admission import UsageWriter, release_quietly
-from relavium_reference._host.provider_stream import close_stream
+from relavium_reference._host.provider_stream import close_soon
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
 from relavium_reference._host.usage import publish_cost
@@ -425,7 +425,7 @@ async def _stream(
                 accounted = await _account(job, model, chunk.usage, number)
                 return None, accounted and chunk.error.retryable and not text
     finally:
-        await close_stream(chunks)  # the provider's cleanup belongs to the pass attempt
+        close_soon(chunks)  # started now, not at collection; the pass does not wait for it
 
 
 def _projection_tokens(job: CompactionJob, exchanges: Sequence[Exchange], summary: str | None) -> int:

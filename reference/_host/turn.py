@@ -17,7 +17,7 @@ from typing import Any
 
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.joint_commit import DeferredResolution
-from relavium_reference._host.provider_stream import close_stream
+from relavium_reference._host.provider_stream import close_soon
 from relavium_reference._host.round_accounting import PendingResolution
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
@@ -561,7 +561,7 @@ async def _one_attempt(
         result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
         return result
     finally:
-        await close_stream(chunks)  # the provider's cleanup belongs to the attempt
+        close_soon(chunks)  # started now, not at collection; the attempt does not wait for it
 
 
 async def _account(

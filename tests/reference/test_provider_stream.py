@@ -1,21 +1,21 @@
-"""The engine closes each provider stream it stops reading, inside the attempt (``_host/provider_stream``).
+"""The engine schedules the close of each provider stream it stops reading (``_host/provider_stream``).
 
 The provider here keeps a strong reference to every stream it hands out, so nothing but the engine can
-close one: without the explicit close, a stream stopped at its stop chunk would stay suspended (and an
-HTTP dialect's response open) for as long as the provider lives.  The log shows where each stream's
-cleanup ran relative to the events of the same attempt, so the order is fixed by the engine, not by the
-collector.
+close one: without the scheduled close, a stream stopped at its stop chunk would stay suspended (and an
+HTTP dialect's response open) for as long as the provider lives.  The close starts on the loop's next
+turn and the attempt never waits for it: a cleanup that never ends cannot hang the turn, and an abort
+that lands while it runs cannot lose the round's usage write.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import pytest
 from enginekit import make_session, run
 
-from relavium_reference._host.provider_stream import close_stream
+from relavium_reference._host.provider_stream import close_soon, closing
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.llm import (
     LlmError,
@@ -24,6 +24,9 @@ from relavium_reference._model.llm import (
     StreamChunk,
     StreamErrorChunk,
     TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
     Usage,
 )
 from relavium_reference._model.vocabulary import LlmErrorKind
@@ -37,7 +40,7 @@ def _reply(text: str) -> list[StreamChunk]:
 
 
 class _KeepingProvider:
-    """Plays one script per call; every stream is kept, and what each stream's cleanup did is logged."""
+    """Plays one script per call; every stream is kept, and each stream's cleanup is logged."""
 
     def __init__(self, calls: Sequence[Sequence[StreamChunk]], log: list[str]) -> None:
         self.calls = [list(call) for call in calls]
@@ -63,7 +66,11 @@ def _closed(stream: Any) -> bool:
     return stream.ag_frame is None  # an async generator that finished or was closed has no frame
 
 
-def test_a_turn_closes_its_stream_before_it_answers() -> None:
+async def _next_turn_of_the_loop() -> None:
+    await asyncio.sleep(0)
+
+
+def test_a_turn_schedules_the_close_of_its_stream() -> None:
     log: list[str] = []
     provider = _KeepingProvider([_reply("one"), _reply("two")], log)
     h = make_session(provider)
@@ -71,12 +78,14 @@ def test_a_turn_closes_its_stream_before_it_answers() -> None:
     async def scenario() -> None:
         await h.session.start()
         await h.session.send_message("first")
-        log.append("answered 1")
+        await _next_turn_of_the_loop()
+        log.append("after turn 1")
         await h.session.send_message("second")
-        log.append("answered 2")
+        await _next_turn_of_the_loop()
+        log.append("after turn 2")
 
     run(scenario())
-    assert log == ["closed 0", "answered 1", "closed 1", "answered 2"]
+    assert log == ["closed 0", "after turn 1", "closed 1", "after turn 2"]
     assert all(_closed(stream) for stream in provider.streams)
 
 
@@ -89,14 +98,15 @@ def test_a_stream_error_closes_the_stream_too() -> None:
     async def scenario() -> None:
         await h.session.start()
         await h.session.send_message("first")
-        log.append("answered")
+        await _next_turn_of_the_loop()
+        log.append("after")
 
     run(scenario())
-    assert log == ["closed 0", "answered"]
+    assert log == ["closed 0", "after"]
     assert _closed(provider.streams[0])
 
 
-def test_a_compaction_pass_closes_its_stream_before_the_compaction_answers() -> None:
+def test_a_compaction_pass_schedules_the_close_of_its_stream() -> None:
     log: list[str] = []
     provider = _KeepingProvider([_reply("one"), _reply("two"), _reply("a summary")], log)
     h = make_session(provider, models={"model-a": ModelInfo(context_window=100000)})
@@ -105,55 +115,147 @@ def test_a_compaction_pass_closes_its_stream_before_the_compaction_answers() -> 
         await h.session.start()
         await h.session.send_message("first")
         await h.session.send_message("second")
+        await _next_turn_of_the_loop()
         log.append("before compact")
         result = await h.session.compact()
-        log.append("compacted")
+        await _next_turn_of_the_loop()
+        log.append("after compact")
         return result
 
     run(scenario())
     assert len(provider.streams) == 3  # the pass did call the provider
-    assert log[-3:] == ["before compact", "closed 2", "compacted"]
+    assert log[-3:] == ["before compact", "closed 2", "after compact"]
     assert all(_closed(stream) for stream in provider.streams)
 
 
-class _FailingClose:
-    """A stream whose cleanup raises: the attempt's outcome must not change."""
+class _HangingCleanup(_KeepingProvider):
+    """A provider whose cleanup never ends (until the test lets it)."""
 
-    def __init__(self) -> None:
-        self.closed = False
+    def __init__(self, calls: Sequence[Sequence[StreamChunk]], log: list[str]) -> None:
+        super().__init__(calls, log)
+        self.release = asyncio.Event()
 
-    def __aiter__(self) -> _FailingClose:
-        return self
+    async def _play(self, number: int, chunks: list[StreamChunk]) -> AsyncIterator[StreamChunk]:
+        try:
+            for chunk in chunks:
+                yield chunk
+        finally:
+            self.log.append(f"cleanup {number} started")
+            await self.release.wait()
+            self.log.append(f"cleanup {number} ended")
 
-    async def __anext__(self) -> StreamChunk:
-        raise StopAsyncIteration
 
-    async def aclose(self) -> None:
-        self.closed = True
-        raise RuntimeError("the provider's cleanup failed")
+def test_a_cleanup_that_never_ends_does_not_hold_the_turn() -> None:
+    log: list[str] = []
+    provider = _HangingCleanup([_reply("one")], log)
+    h = make_session(provider)
+
+    async def scenario() -> Any:
+        await h.session.start()
+        result = await asyncio.wait_for(h.session.send_message("first"), 30)
+        log.append(f"answered {result.status}")
+        await _next_turn_of_the_loop()
+        still = closing()
+        provider.release.set()
+        for _ in range(5):
+            await _next_turn_of_the_loop()
+        return still
+
+    still = run(scenario())
+    assert still == 1  # the cleanup was still running when the turn had answered
+    assert log == ["cleanup 0 started", "answered completed", "cleanup 0 ended"] or log == [
+        "answered completed",
+        "cleanup 0 started",
+        "cleanup 0 ended",
+    ]
 
 
-class _NoClose:
-    def __aiter__(self) -> _NoClose:
-        return self
+def test_an_abort_while_a_tool_rounds_stream_is_cleaned_up_keeps_the_rounds_usage() -> None:
+    """The cleanup of the tool-use attempt's stream aborts the session and then waits: the round's usage
+    write must still start, settle and be published (KD-USE-1)."""
 
-    async def __anext__(self) -> StreamChunk:
-        raise StopAsyncIteration
+    class _Writer:
+        def __init__(self) -> None:
+            self.settled: list[int] = []
+
+        async def open(self, basis: Any) -> Any:
+            from relavium_reference._model.budget import UsageTotals
+
+            return UsageTotals()
+
+        async def pending(self, record: Any) -> None:
+            return None
+
+        async def resolved(self, record: Any) -> Any:
+            from relavium_reference._model.budget import UsageSettled, UsageTotals
+
+            self.settled.append(record.attempt)
+            return UsageSettled(cost_microcents=40, priced=True, totals=UsageTotals(amount_microcents=40))
+
+    writer = _Writer()
+    h: Any = None
+    release = asyncio.Event()
+
+    class _AbortingCleanup(_KeepingProvider):
+        async def _play(self, number: int, chunks: list[StreamChunk]) -> AsyncIterator[StreamChunk]:
+            try:
+                for chunk in chunks:
+                    yield chunk
+            finally:
+                h.session.abort()
+                await release.wait()
+
+    round_chunks: list[StreamChunk] = [
+        ToolCallStart(id="call-1", name="echo"),
+        ToolCallDelta(id="call-1", args_json_delta="{}"),
+        ToolCallEnd(id="call-1"),
+        StopChunk(stop_reason="tool_use", usage=Usage(input_tokens=7, output_tokens=3)),
+    ]
+    provider = _AbortingCleanup([round_chunks, _reply("after")], [])
+    h = make_session(provider, usage_writer=writer)
+
+    async def scenario() -> Any:
+        await h.session.start()
+        result = await asyncio.wait_for(h.session.send_message("go"), 30)
+        release.set()
+        await _next_turn_of_the_loop()
+        return result
+
+    result = run(scenario())
+    assert writer.settled == [1], "the tool round's usage was never resolved"
+    costs = [e for e in h.events if e.type == "cost:updated"]
+    assert costs, "the tool round's cost was never published"
+    assert result.status == "aborted"  # the abort did land, while the stream's cleanup was running
 
 
 def test_closing_drops_the_providers_own_cleanup_failure_and_skips_what_cannot_close() -> None:
-    failing = _FailingClose()
-    run(close_stream(failing))
-    assert failing.closed
-    run(close_stream(_NoClose()))  # nothing to close: no error
+    class _FailingClose:
+        def __init__(self) -> None:
+            self.closed = False
 
+        def __aiter__(self) -> Any:
+            return self
 
-def test_closing_lets_cancellation_through() -> None:
-    import asyncio
+        async def __anext__(self) -> StreamChunk:
+            raise StopAsyncIteration
 
-    class _Cancelled(_NoClose):
         async def aclose(self) -> None:
-            raise asyncio.CancelledError
+            self.closed = True
+            raise RuntimeError("the provider's cleanup failed")
 
-    with pytest.raises(asyncio.CancelledError):
-        run(close_stream(_Cancelled()))
+    class _NoClose:
+        def __aiter__(self) -> Any:
+            return self
+
+        async def __anext__(self) -> StreamChunk:
+            raise StopAsyncIteration
+
+    async def scenario() -> bool:
+        failing = _FailingClose()
+        close_soon(failing)
+        close_soon(_NoClose())  # nothing to close: nothing scheduled, no error
+        for _ in range(3):
+            await _next_turn_of_the_loop()
+        return failing.closed and closing() == 0
+
+    assert run(scenario())
