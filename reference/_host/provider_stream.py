@@ -19,7 +19,7 @@ turn's, and is dropped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 __all__ = ["close_soon", "closing"]
@@ -28,23 +28,22 @@ _CLOSING: set[asyncio.Future[None]] = set()  # the closes still running, referen
 
 
 def close_soon(chunks: AsyncIterator[Any]) -> None:
-    """Schedule the close of ``chunks`` (if it can be closed) without waiting for it."""
+    """Schedule the close of ``chunks`` (if it can be closed) without waiting for it.
+
+    The provider's ``aclose`` is called in the close's own task, not here: nothing of the provider's
+    cleanup runs in the attempt, so nothing it raises (a ``CancelledError`` included) reaches the turn."""
     close = getattr(chunks, "aclose", None)
     if close is None:
         return
-    try:
-        pending = close()
-    except Exception:  # a provider's aclose that fails before it starts: nothing to wait for
-        return
-    task = asyncio.ensure_future(_quietly(pending))
+    task = asyncio.ensure_future(_quietly(close))
     _CLOSING.add(task)
     task.add_done_callback(_CLOSING.discard)
 
 
-async def _quietly(pending: Awaitable[Any]) -> None:
+async def _quietly(close: Callable[[], Awaitable[Any]]) -> None:
     try:
-        await pending
-    except Exception:  # the provider's cleanup, not the attempt's outcome
+        await close()
+    except (Exception, GeneratorExit):  # the provider's cleanup, not the attempt's outcome
         return
 
 

@@ -70,6 +70,21 @@ async def _next_turn_of_the_loop() -> None:
     await asyncio.sleep(0)
 
 
+async def _within_loop_turns(work: Any, turns: int = 2000) -> Any:
+    """``await work``, failing (not hanging) if it has not finished within ``turns`` turns of the loop.
+
+    These sessions do no I/O, so a turn that does not wait on its provider's cleanup finishes within a
+    bounded number of loop turns; one that waits on a cleanup that never ends never does.  Counted in
+    loop turns, not seconds: nothing here depends on timing."""
+    task = asyncio.ensure_future(work)
+    for _ in range(turns):
+        if task.done():
+            return task.result()
+        await asyncio.sleep(0)
+    task.cancel()
+    raise AssertionError(f"not finished within {turns} turns of the loop")
+
+
 def test_a_turn_schedules_the_close_of_its_stream() -> None:
     log: list[str] = []
     provider = _KeepingProvider([_reply("one"), _reply("two")], log)
@@ -151,11 +166,12 @@ def test_a_cleanup_that_never_ends_does_not_hold_the_turn() -> None:
     h = make_session(provider)
 
     async def scenario() -> Any:
+        before = closing()
         await h.session.start()
-        result = await asyncio.wait_for(h.session.send_message("first"), 30)
+        result = await _within_loop_turns(h.session.send_message("first"))
         log.append(f"answered {result.status}")
         await _next_turn_of_the_loop()
-        still = closing()
+        still = closing() - before
         provider.release.set()
         for _ in range(5):
             await _next_turn_of_the_loop()
@@ -216,7 +232,7 @@ def test_an_abort_while_a_tool_rounds_stream_is_cleaned_up_keeps_the_rounds_usag
 
     async def scenario() -> Any:
         await h.session.start()
-        result = await asyncio.wait_for(h.session.send_message("go"), 30)
+        result = await _within_loop_turns(h.session.send_message("go"))
         release.set()
         await _next_turn_of_the_loop()
         return result
@@ -228,10 +244,75 @@ def test_an_abort_while_a_tool_rounds_stream_is_cleaned_up_keeps_the_rounds_usag
     assert result.status == "aborted"  # the abort did land, while the stream's cleanup was running
 
 
+def test_a_compaction_pass_does_not_wait_for_a_cleanup_that_never_ends() -> None:
+    log: list[str] = []
+    provider = _HangingCleanup([_reply("one"), _reply("two"), _reply("a summary")], log)
+    h = make_session(provider, models={"model-a": ModelInfo(context_window=100000)})
+
+    async def scenario() -> tuple[Any, int]:
+        before = closing()
+        await h.session.start()
+        await _within_loop_turns(h.session.send_message("first"))
+        await _within_loop_turns(h.session.send_message("second"))
+        result = await _within_loop_turns(h.session.compact())
+        still = closing() - before
+        provider.release.set()
+        for _ in range(5):
+            await _next_turn_of_the_loop()
+        return result, still
+
+    result, still = run(scenario())
+    assert len(provider.streams) == 3  # the pass did call the provider
+    assert type(result).__name__ == "Compacted"
+    assert still == 3  # every cleanup, the pass's included, was still running when compact answered
+    assert log.count("cleanup 2 ended") == 1
+
+
+class _SyncCancelledClose:
+    """A stream whose ``aclose`` is a plain function that raises ``CancelledError`` when called."""
+
+    def __init__(self, chunks: list[StreamChunk]) -> None:
+        self._chunks = iter(chunks)
+
+    def __aiter__(self) -> Any:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    def aclose(self) -> Any:
+        raise asyncio.CancelledError
+
+
+def test_what_a_providers_cleanup_raises_never_reaches_the_turn() -> None:
+    class _Provider:
+        def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+            return _SyncCancelledClose(_reply("kept"))
+
+    h = make_session(_Provider())
+
+    async def scenario() -> Any:
+        await h.session.start()
+        result = await _within_loop_turns(h.session.send_message("first"))
+        for _ in range(3):
+            await _next_turn_of_the_loop()
+        return result
+
+    result = run(scenario())
+    assert result.status == "completed"
+    assert [e.type for e in h.events].count("session:turn_completed") == 1
+
+
 def test_closing_drops_the_providers_own_cleanup_failure_and_skips_what_cannot_close() -> None:
+    import gc
+
     class _FailingClose:
-        def __init__(self) -> None:
+        def __init__(self, error: BaseException) -> None:
             self.closed = False
+            self.error = error
 
         def __aiter__(self) -> Any:
             return self
@@ -241,7 +322,7 @@ def test_closing_drops_the_providers_own_cleanup_failure_and_skips_what_cannot_c
 
         async def aclose(self) -> None:
             self.closed = True
-            raise RuntimeError("the provider's cleanup failed")
+            raise self.error
 
     class _NoClose:
         def __aiter__(self) -> Any:
@@ -250,12 +331,24 @@ def test_closing_drops_the_providers_own_cleanup_failure_and_skips_what_cannot_c
         async def __anext__(self) -> StreamChunk:
             raise StopAsyncIteration
 
-    async def scenario() -> bool:
-        failing = _FailingClose()
-        close_soon(failing)
+    async def scenario() -> tuple[bool, int, list[str]]:
+        before = closing()
+        reported: list[str] = []
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: reported.append(str(context.get("message"))))
+        failing = [
+            _FailingClose(RuntimeError("the provider's cleanup failed")),
+            _FailingClose(GeneratorExit()),
+        ]
+        for stream in failing:
+            close_soon(stream)
         close_soon(_NoClose())  # nothing to close: nothing scheduled, no error
         for _ in range(3):
             await _next_turn_of_the_loop()
-        return failing.closed and closing() == 0
+        gc.collect()  # a task whose exception nobody retrieved reports it when it is collected
+        return all(stream.closed for stream in failing), closing() - before, reported
 
-    assert run(scenario())
+    closed, left, reported = run(scenario())
+    assert closed
+    assert left == 0
+    assert reported == []  # nothing escaped as an unretrieved task exception
