@@ -22,6 +22,7 @@ from relavium_reference import (
     ToolRegistry,
 )
 from relavium_reference._model.llm import StopChunk, TextDelta, Usage
+from relavium_reference._model.messages import AgentSessionRecord, parse_agent_session_record
 
 T = TypeVar("T")
 
@@ -164,3 +165,16 @@ def make_session(
         session_id=session_id,
     )
     return Harness(session=session, events=events, provider=provider)
+
+
+def minimal_record(session_id: str = "s-1") -> AgentSessionRecord:
+    """The smallest valid session record a store test starts from (a ``coder`` agent in ``/w``)."""
+    return parse_agent_session_record(
+        {
+            "id": session_id,
+            "agentSlug": "coder",
+            "context": {"workingDir": "/w"},
+            "createdAt": "2026-01-01T00:00:00Z",
+            "updatedAt": "2026-01-01T00:00:00Z",
+        }
+    )

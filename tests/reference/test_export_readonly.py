@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from enginekit import minimal_record
 
 from relavium_reference._host.export_cli import EXPORT_FILE_MODE, register
 from relavium_reference._host.store import SessionStore, StoreError
-from relavium_reference._model.messages import parse_agent_session_record
 from relavium_reference._model.records import parse_completed_turn
 
 _POSIX = sys.platform != "win32"
@@ -51,17 +51,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def history(tmp_path: Path) -> Path:
     path = tmp_path / "data" / "history.db"
     with SessionStore.open(path) as store:
-        store.create_session(
-            parse_agent_session_record(
-                {
-                    "id": "s-1",
-                    "agentSlug": "coder",
-                    "context": {"workingDir": "/w"},
-                    "createdAt": "2026-01-01T00:00:00Z",
-                    "updatedAt": "2026-01-01T00:00:00Z",
-                }
-            )
-        )
+        store.create_session(minimal_record())
         store.commit_turn(
             "s-1",
             parse_completed_turn(

@@ -16,6 +16,7 @@ from typing import Any
 from enginekit import make_session, run
 
 from relavium_reference._host.provider_stream import close_soon, closing
+from relavium_reference._model.history_results import Compacted
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.llm import (
     LlmError,
@@ -263,7 +264,7 @@ def test_a_compaction_pass_does_not_wait_for_a_cleanup_that_never_ends() -> None
 
     result, still = run(scenario())
     assert len(provider.streams) == 3  # the pass did call the provider
-    assert type(result).__name__ == "Compacted"
+    assert isinstance(result, Compacted)
     assert still == 3  # every cleanup, the pass's included, was still running when compact answered
     assert log.count("cleanup 2 ended") == 1
 

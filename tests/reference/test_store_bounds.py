@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from enginekit import make_session, run, text_call
+from enginekit import make_session, minimal_record, run, text_call
 from pydantic import ValidationError
 
 from relavium_reference._host.persister import SqlitePersister
 from relavium_reference._host.store import PersistError, SessionStore
 from relavium_reference._model.errors import InvalidInputError
-from relavium_reference._model.messages import TextPart, parse_agent_session_record
+from relavium_reference._model.messages import TextPart
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, parse_completed_turn
 from relavium_reference._rules.store_rows import StoreError
 
@@ -35,17 +35,7 @@ _FIELDS = {
 
 def _store(tmp_path: Path) -> SessionStore:
     store = SessionStore.open(tmp_path / "history.db")
-    store.create_session(
-        parse_agent_session_record(
-            {
-                "id": "s-1",
-                "agentSlug": "coder",
-                "context": {"workingDir": "/w"},
-                "createdAt": "2026-01-01T00:00:00Z",
-                "updatedAt": "2026-01-01T00:00:00Z",
-            }
-        )
-    )
+    store.create_session(minimal_record())
     return store
 
 

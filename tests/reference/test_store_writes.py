@@ -13,6 +13,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from enginekit import minimal_record
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
@@ -27,7 +28,6 @@ from relavium_reference._model.messages import (
     TOOL_NAME_PATTERN,
     TextPart,
     ToolResultPart,
-    parse_agent_session_record,
 )
 from relavium_reference._model.records import CostEntry, MessageDraft
 from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms, stored_message
@@ -249,17 +249,7 @@ def test_a_structural_turn_takes_the_fast_path_end_to_end(tmp_path: Path) -> Non
         costs=[CostEntry(model="m", input_tokens=1)],
     )
     store = SessionStore.open(tmp_path / "history.db")
-    store.create_session(
-        parse_agent_session_record(
-            {
-                "id": "s-1",
-                "agentSlug": "coder",
-                "context": {"workingDir": "/w"},
-                "createdAt": "2026-01-01T00:00:00Z",
-                "updatedAt": "2026-01-01T00:00:00Z",
-            }
-        )
-    )
+    store.create_session(minimal_record())
     with mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")):
         committed = store.commit_turn("s-1", turn)
     assert [m.role for m in committed] == ["user", "assistant", "tool", "assistant"]
