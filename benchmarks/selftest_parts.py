@@ -23,15 +23,18 @@ import sys
 import time
 from typing import Any
 
-from relavium_conformance._corpus.cases import Case, load_cases
+from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 from relavium_conformance._run.runner import run_sync
 from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
-from relavium_conformance._selftest.proofs import _do, check_misbehaviour
-
-TIMEOUT = 10.0  # the selftest's defaults
-MISBEHAVIOUR_TIMEOUT = 3.0
+from relavium_conformance._selftest.proofs import (
+    MISBEHAVIOUR_TIMEOUT,
+    SELFTEST_TIMEOUT,
+    _do,
+    check_misbehaviour,
+    sending_cases,
+)
 
 
 def _cpu() -> float:
@@ -42,36 +45,29 @@ def _cpu() -> float:
 
 def measure() -> dict[str, Any]:
     cases = load_cases()
-    sending = [
-        c
-        for c in cases
-        if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
-    ][:2]
+    sending = sending_cases(cases)
     parts: dict[str, list[tuple[str, Any]]] = {
         "reference": [("reference", None)],
         "broken": [("broken", broken) for broken in BROKEN_IMPLEMENTATIONS],
         "alternatives": [("alternative", alternative) for alternative in COMPLIANT_ALTERNATIVES],
         "store": [("store", None)],
     }
-    run_sync(_do(("reference", None), cases, TIMEOUT, stdio=False, every_case=False))  # warm-up, untimed:
+    run_sync(
+        _do(("reference", None), cases, SELFTEST_TIMEOUT, stdio=False, every_case=False)
+    )  # warm-up, untimed:
     # the first run of a process pays its lazy imports and fills the kit's caches, as each selftest
     # worker does once; counted here, it would be charged to whichever part came first
     cpu: dict[str, float] = {}
     for name, items in parts.items():
         started = _cpu()
         for item in items:
-            run_sync(_do(item, cases, TIMEOUT, stdio=False, every_case=False))
+            run_sync(_do(item, cases, SELFTEST_TIMEOUT, stdio=False, every_case=False))
         cpu[name] = _cpu() - started
     started = _cpu()
     for mode in MISBEHAVIOURS:
         run_sync(check_misbehaviour(mode, sending, MISBEHAVIOUR_TIMEOUT))
     cpu["misbehaviours"] = _cpu() - started
-    counts = {
-        "broken": len(BROKEN_IMPLEMENTATIONS),
-        "alternatives": len(COMPLIANT_ALTERNATIVES),
-        "misbehaviours": len(MISBEHAVIOURS),
-    }
-    return {"cpu": cpu, "counts": counts}
+    return {"cpu": cpu}
 
 
 if __name__ == "__main__":

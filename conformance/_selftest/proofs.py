@@ -27,6 +27,8 @@ from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, Com
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
 
 __all__ = [
+    "MISBEHAVIOUR_TIMEOUT",
+    "SELFTEST_TIMEOUT",
     "AlternativeVerdict",
     "BrokenVerdict",
     "MisbehaviourVerdict",
@@ -34,7 +36,11 @@ __all__ = [
     "check_alternative",
     "check_broken",
     "run_selftest",
+    "sending_cases",
 ]
+
+SELFTEST_TIMEOUT = 10.0  # s, per operation of a case
+MISBEHAVIOUR_TIMEOUT = 3.0  # s, per request to a misbehaving program (a hang ends there)
 
 
 @dataclass(frozen=True)
@@ -308,10 +314,20 @@ async def check_misbehaviour(mode: str, cases: Sequence[AnyCase], timeout: float
     )
 
 
+def sending_cases(cases: Sequence[AnyCase]) -> list[Case]:
+    """The two core cases that send a message: what each misbehaving program is run against (the first
+    meets the misbehaviour, the second shows the restart)."""
+    return [
+        c
+        for c in cases
+        if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
+    ][:2]
+
+
 async def run_selftest(
     *,
-    timeout: float = 10.0,
-    misbehaviour_timeout: float = 3.0,
+    timeout: float = SELFTEST_TIMEOUT,
+    misbehaviour_timeout: float = MISBEHAVIOUR_TIMEOUT,
     on_progress: Callable[[str], None] | None = None,
     include_misbehaviours: bool = True,
     include_alternatives: bool = True,
@@ -329,11 +345,7 @@ async def run_selftest(
     from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 
     cases = load_cases()
-    sending = [
-        c
-        for c in cases
-        if isinstance(c, Case) and c.capabilities == ("core",) and any(s.op == "send" for s in c.steps)
-    ][:2]
+    sending = sending_cases(cases)
     work: list[_Work] = [
         ("reference", None),
         *(("broken", broken) for broken in BROKEN_IMPLEMENTATIONS),
