@@ -221,19 +221,49 @@ def _contract_commits(raw: _RawReplay, insert: str, rows: list[Any], usage: list
     return time.perf_counter() - started
 
 
-async def _durable_lockstep(directory: Path, turns: int, batch: int = 30) -> tuple[float, float, float]:
+def _replayed(raw: _RawReplay, statements: list[str]) -> float:
+    """The store's own write statements of a batch (its SQL as SQLite expanded it), executed bare."""
+    db = raw.db
+    started = time.perf_counter()
+    for statement in statements:
+        db.execute(statement)
+    return time.perf_counter() - started
+
+
+def _session_row(path: Path) -> tuple[tuple[Any, ...], list[str]]:
+    db = sqlite3.connect(path)
+    cursor = db.execute("SELECT * FROM agent_sessions")
+    row, names = cursor.fetchone(), [d[0] for d in cursor.description]
+    db.close()
+    return row, names
+
+
+async def _durable_lockstep(
+    directory: Path, turns: int, batch: int = 30
+) -> tuple[float, float, float, float]:
     """Durable engine turns and their two floors, in lock-step batches so they share the machine's moment.
 
     Each batch runs ``batch`` engine turns into ``history.db``, then commits the rows those turns wrote
     again, bare: once the issue's way (one transaction per turn) and once in the contract's commits.
     fsync speed wanders by minutes on a shared machine; a batch of each side by side sees the same one.
-    Returns turns/s of the engine, of the one-commit floor and of the contract floor.
+    A shadow session (untimed, in a store of its own) runs the same turns with SQLite's trace callback
+    on, and its write statements, exactly as the store sent them, are executed again bare: the floor of
+    this store's own writes (its indexes, its cost and usage rows), with no engine and no Python around
+    them.  Returns turns/s of the engine, of the one-commit floor, of the contract floor and of the
+    store's own statements.
     """
     store = SessionStore.open(directory / "history.db")
-    elapsed = {"engine": 0.0, "one": 0.0, "contract": 0.0}
+    shadow_store = SessionStore.open(directory / "shadow.db")
+    elapsed = {"engine": 0.0, "one": 0.0, "contract": 0.0, "statements": 0.0}
     try:
         session = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(store)))
         await session.start()
+        shadow = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(shadow_store)))
+        await shadow.start()
+        statements: list[str] = []
+        shadow_store._conn.set_trace_callback(statements.append)  # the benchmark may read its own engine
+        shadow_row, shadow_names = _session_row(directory / "shadow.db")
+        bare = _RawReplay(directory / "raw3.db", shadow_names, shadow_row)
         src = sqlite3.connect(directory / "history.db")
         cursor = src.execute("SELECT * FROM agent_sessions")
         session_row, session_names = cursor.fetchone(), [d[0] for d in cursor.description]
@@ -262,13 +292,25 @@ async def _durable_lockstep(directory: Path, turns: int, batch: int = 30) -> tup
                 raise RuntimeError(f"{count} turns wrote {len(rows)} rows and {len(usage)} attempts")
             elapsed["one"] += _one_commit_per_turn(one, insert, rows)
             elapsed["contract"] += _contract_commits(contract, insert, rows, usage)
+            statements.clear()
+            for i in range(done, done + count):
+                await shadow.send_message(USER_TEXT.format(i=i))
+            writes = [q for q in statements if not q.lstrip().upper().startswith("SELECT")]
+            elapsed["statements"] += _replayed(bare, writes)
             done += count
         src.close()
         one.db.close()
         contract.db.close()
+        bare.db.close()
     finally:
         store.close()
-    return turns / elapsed["engine"], turns / elapsed["one"], turns / elapsed["contract"]
+        shadow_store.close()
+    return (
+        turns / elapsed["engine"],
+        turns / elapsed["one"],
+        turns / elapsed["contract"],
+        turns / elapsed["statements"],
+    )
 
 
 async def _turns_in_memory(turns: int) -> float:
@@ -458,6 +500,14 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
             "turns/s",
             "(context)",
         ),
+        "durable_statements": Figure(
+            "1",
+            "durable turns/s, the store's own SQL",
+            "engine turns/s into history.db",
+            "the store's own write statements of the same turns, replayed bare (all its rows and indexes)",
+            "turns/s",
+            "(context)",
+        ),
         "in_memory": Figure(
             "1",
             "turns/s without persistence",
@@ -638,7 +688,7 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
 
 MEASURES: dict[str, tuple[str, ...]] = {
     # --only NAME -> the figures it fills (keys of build_figures' result, or their prefix)
-    "durable": ("durable", "durable_contract", "in_memory", "durable_ceiling"),
+    "durable": ("durable", "durable_contract", "durable_statements", "in_memory", "durable_ceiling"),
     "turn-cost": ("turn_",),
     "export": ("export_",),
     "load": ("load",),
@@ -679,11 +729,13 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         with tempfile.TemporaryDirectory(dir=work) as scratch:
             directory = Path(scratch)
             say("durable turns")
-            durable, one, contract = asyncio.run(_durable_lockstep(directory, turns))
+            durable, one, contract, statements = asyncio.run(_durable_lockstep(directory, turns))
             f["durable"].values.append(durable)
             f["durable"].floors.append(one)
             f["durable_contract"].values.append(durable)
             f["durable_contract"].floors.append(contract)
+            f["durable_statements"].values.append(durable)
+            f["durable_statements"].floors.append(statements)
             in_memory = asyncio.run(_turns_in_memory(turns))
             f["in_memory"].values.append(in_memory)
             f["in_memory"].floors.append(durable)
