@@ -241,7 +241,7 @@ def _session_row(path: Path) -> tuple[tuple[Any, ...], list[str]]:
 async def _durable_lockstep(
     directory: Path, turns: int, batch: int = 30
 ) -> tuple[float, float, float, float]:
-    """Durable engine turns and their two floors, in lock-step batches so they share the machine's moment.
+    """Durable engine turns and their three floors, in lock-step batches so they share the machine's moment.
 
     Each batch runs ``batch`` engine turns into ``history.db``, then commits the rows those turns wrote
     again, bare: once the issue's way (one transaction per turn) and once in the contract's commits.
@@ -261,12 +261,11 @@ async def _durable_lockstep(
         shadow = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(shadow_store)))
         await shadow.start()
         statements: list[str] = []
-        shadow_store._conn.set_trace_callback(statements.append)  # the benchmark may read its own engine
+        shadow_store._conn.set_trace_callback(statements.append)  # the reference store's own connection
         shadow_row, shadow_names = _session_row(directory / "shadow.db")
         bare = _RawReplay(directory / "raw3.db", shadow_names, shadow_row)
+        session_row, session_names = _session_row(directory / "history.db")
         src = sqlite3.connect(directory / "history.db")
-        cursor = src.execute("SELECT * FROM agent_sessions")
-        session_row, session_names = cursor.fetchone(), [d[0] for d in cursor.description]
         one = _RawReplay(directory / "raw1.db", session_names, session_row)
         contract = _RawReplay(directory / "raw2.db", session_names, session_row)
         names = [d[0] for d in src.execute("SELECT * FROM session_messages LIMIT 0").description]
