@@ -34,6 +34,7 @@ from ruamel.yaml.events import (
     MappingStartEvent,
     NodeEvent,
 )
+from ruamel.yaml.parser import Parser
 from ruamel.yaml.representer import SafeRepresenter
 
 from relavium_reference._model.errors import InvalidInputError
@@ -134,42 +135,77 @@ def ruamel_dump(data: Any) -> str:
     return stream.getvalue()
 
 
-def _screen_events(yaml: YAML, text: str) -> None:
-    """Refuse what JSON-shaped data cannot hold, before the recursive composer sees it.
+def _screen(open_collections: list[list[Any]], event: Any) -> None:
+    """Refuse what JSON-shaped data cannot hold, one event at a time, before the composer sees it.
 
     Aliases (an export never holds one; refusing them also rules out alias bombs), a mapping key that is
-    itself a mapping or a sequence, and nesting deeper than :data:`MAX_DEPTH`.  The event stream is
-    flat, so this check never recurses.
+    itself a mapping or a sequence, and nesting deeper than :data:`MAX_DEPTH`.  ``open_collections``
+    holds one entry per open collection: is it a mapping, and how many nodes it holds so far.  The
+    event stream is flat, so this check never recurses.
     """
-    # One entry per open collection: is it a mapping, and how many nodes it holds so far.
-    open_collections: list[list[Any]] = []
-    for event in yaml.parse(text):
-        if isinstance(event, AliasEvent):
-            raise InvalidInputError("YAML aliases are not accepted in a workflow")
-        if isinstance(event, CollectionEndEvent):
-            open_collections.pop()
-            continue
-        if not isinstance(event, NodeEvent):
-            continue
-        if open_collections:
-            parent = open_collections[-1]
-            if parent[0] and parent[1] % 2 == 0 and isinstance(event, CollectionStartEvent):
-                raise InvalidInputError("mapping key is not a string")
-            parent[1] += 1
-        if isinstance(event, CollectionStartEvent):
-            if len(open_collections) >= MAX_DEPTH:
-                raise InvalidInputError("workflow YAML is nested too deeply")
-            open_collections.append([isinstance(event, MappingStartEvent), 0])
+    if isinstance(event, AliasEvent):
+        raise InvalidInputError("YAML aliases are not accepted in a workflow")
+    if isinstance(event, CollectionEndEvent):
+        open_collections.pop()
+        return
+    if not isinstance(event, NodeEvent):
+        return
+    if open_collections:
+        parent = open_collections[-1]
+        if parent[0] and parent[1] % 2 == 0 and isinstance(event, CollectionStartEvent):
+            raise InvalidInputError("mapping key is not a string")
+        parent[1] += 1
+    if isinstance(event, CollectionStartEvent):
+        if len(open_collections) >= MAX_DEPTH:
+            raise InvalidInputError("workflow YAML is nested too deeply")
+        open_collections.append([isinstance(event, MappingStartEvent), 0])
+
+
+class _ScreeningParser(Parser):
+    """ruamel's pure-Python parser with :func:`_screen` applied to each event as it is produced.
+
+    The composer asks the parser for every event (``check_event``, ``peek_event``, ``get_event``), so
+    each is screened before the composer acts on it: the recursive composer never meets an alias or a
+    nesting past :data:`MAX_DEPTH`, and the text is scanned once (screening the event stream first and
+    loading after scanned it twice).  The constructor runs only once the whole document is composed,
+    so every event is screened before any value is built.
+    """
+
+    def reset_parser(self) -> None:
+        super().reset_parser()
+        self._open_collections: list[list[Any]] = []
+
+    def _produce(self) -> None:
+        if self.current_event is None and self.state:
+            event = self.state()
+            _screen(self._open_collections, event)
+            self.current_event = event
+
+    def check_event(self, *choices: Any) -> bool:
+        self._produce()
+        return bool(super().check_event(*choices))
+
+    def peek_event(self) -> Any:
+        self._produce()
+        return super().peek_event()
+
+    def get_event(self) -> Any:
+        self._produce()
+        return super().get_event()
+
+
+def _reader() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Parser = _ScreeningParser
+    return yaml
 
 
 def load_yaml(text: str) -> Any:
     """Read YAML text as JSON-shaped data; malformed YAML or non-JSON values raise ``InvalidInputError``."""
     if not isinstance(text, str):
         raise InvalidInputError("workflow YAML must be text")
-    yaml = _yaml()
     try:
-        _screen_events(yaml, text)
-        data = yaml.load(text)
+        data = _reader().load(text)
     except (YAMLError, ValueError):
         # ValueError: ruamel resolves some plain scalars as floats it then cannot convert ('-_', '._')
         raise InvalidInputError("workflow YAML is not well-formed") from None
