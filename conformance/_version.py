@@ -20,6 +20,7 @@ __all__ = [
     "CHECKOUT_VERSION",
     "DISTRIBUTION",
     "PROTOCOL_VERSION",
+    "REFERENCE_NAME",
     "corpus_version",
     "kit_version",
     "version_line",
@@ -30,6 +31,9 @@ DISTRIBUTION: Final = "relavium-conformance"
 
 #: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
 PROTOCOL_VERSION: Final = "1.0"
+
+#: The reference engine's name in its ``hello`` answer (the kit takes snapshots of its runs by default).
+REFERENCE_NAME: Final = "relavium-reference"
 
 CHECKOUT_VERSION: Final = "0+checkout"
 """What a source tree that was never installed reports."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import relavium_conformance
@@ -47,3 +48,20 @@ def test_packages_declare_their_public_surface() -> None:
 def test_data_folders_are_found() -> None:
     assert relavium_conformance.fixtures_dir().is_dir()
     assert relavium_conformance.schemas_dir().is_dir()
+
+
+def test_the_engine_imports_a_public_name_on_first_use() -> None:
+    """``import relavium_reference`` imports none of its rooms, and the kit's run path (whose stdio runs
+    never drive the engine in-process) imports none of the engine's host room: a process that needs the
+    exception root or the strict workflow reader does not pay for the sessions, stores and providers."""
+    probe = (
+        "import sys\n"
+        "import relavium_reference\n"
+        "assert not [m for m in sys.modules if m.startswith('relavium_reference.')], sorted(sys.modules)\n"
+        "import relavium_conformance._cli.run_cases, relavium_conformance._connect\n"
+        "host = [m for m in sys.modules if m.startswith('relavium_reference._host')]\n"
+        "assert not host, host\n"
+        "assert relavium_reference.AgentSession.__module__ == 'relavium_reference._host.session'\n"
+        "assert 'AgentSession' in vars(relavium_reference) and 'SqlitePersister' in dir(relavium_reference)\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)

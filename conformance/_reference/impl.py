@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from relavium_conformance._errors import KitShapeError
 from relavium_conformance._reference.accounting import KitAdmission, KitUsageWriter, poke_estimate
 from relavium_conformance._reference.request_edits import apply_edits
-from relavium_conformance._version import kit_version
+from relavium_conformance._version import REFERENCE_NAME, kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import (
     ContextEstimateParams,
@@ -104,7 +104,6 @@ __all__ = [
     "stored_row_columns",
 ]
 
-REFERENCE_NAME = "relavium-reference"
 REFERENCE_CAPABILITIES: tuple[str, ...] = (
     "core",
     "user-commands",
