@@ -1,5 +1,3 @@
-import sys
+from relavium_conformance._cli import entry
 
-from relavium_conformance._cli import main
-
-sys.exit(main())
+entry()

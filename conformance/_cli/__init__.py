@@ -4,6 +4,11 @@ Each sub-command lives in its own module exposing ``register(subparsers)``; the 
 when the command line is parsed: only the named sub-command's when the command line names one (a
 ``stdio-server`` or a ``run`` imports what it needs, not every other command's), all of them for the
 top-level help, ``--version`` or an unknown command (whose error suggests the known ones).
+
+The console script and ``python -m relavium_conformance`` call :func:`entry`: :func:`main`, then an exit
+that skips the interpreter's own teardown (freeing every module, model and cached case: 40-70 ms of a
+run here) once every exit handler has run, the output is flushed and no other thread is left; anything
+else (a thread still running, an output that cannot be flushed) exits the ordinary way.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from relavium_conformance._cli._common import PROG, KitArgumentParser, VersionAction, error_line
 from relavium_conformance._report.exit_status import ExitCode
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]
 
 # The module of each sub-command, in the order the help lists them.
 _SUBCOMMANDS: tuple[str, ...] = (
@@ -85,6 +91,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
         return int(ExitCode.OK)
     return code
+
+
+def entry() -> NoReturn:
+    """The command line as a program: :func:`main`, then the exit (see the module's docstring)."""
+    code = main()
+    import atexit
+    import threading
+
+    if threading.active_count() == 1:
+        atexit._run_exitfuncs()  # the kit's caches are written here, as at any exit
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # the ordinary exit reports it as Python does
+        else:
+            os._exit(code)
+    sys.exit(code)
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None) -> KitArgumentParser | None:

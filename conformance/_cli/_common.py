@@ -8,13 +8,11 @@ option or sub-command names the closest known one.
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -52,6 +50,8 @@ def error_line(command: str | None, message: str, stream: TextIO | None = None) 
 
 def suggest(given: str, known: Iterable[str]) -> str:
     """`` (did you mean X?)`` for the closest of ``known``, or nothing."""
+    import difflib  # (only a misuse needs it)
+
     close = difflib.get_close_matches(given, list(known), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -137,6 +137,8 @@ def check_output_path(path: Path, option: str) -> str | None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         return f"{option} {path}: the folder {parent} does not exist"
+    import tempfile  # (only an output option needs it)
+
     try:
         descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
     except OSError as exc:
