@@ -647,6 +647,22 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
             "ratio >= 1.7",
             _ratio_at_least(1.7),
         )
+        f["jobs_fixed"] = Figure(
+            "6",
+            "fixed costs of a CLI run over stdio",
+            f"run of one case over stdio: kit start, server start, exit ({_ONE_CASE}; s)",
+            "run -j 1 over stdio (s)",
+            "s",
+            "(context)",
+        )
+        f["jobs_least"] = Figure(
+            "6",
+            "most -j 2 speed-up those fixed costs allow",
+            "run -j 1 over stdio (s)",
+            "the fixed costs + half of the rest of the -j 1 run (s)",
+            "x",
+            "(context)",
+        )
     if not quick:
         f["selftest"] = Figure(
             "7",
@@ -702,7 +718,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "stdio_least_run",
         "stdio_least_case",
     ),
-    "jobs": ("jobs",),
+    "jobs": ("jobs", "jobs_fixed", "jobs_least"),
     "selftest": ("selftest", "total", "selftest_"),
 }
 
@@ -794,8 +810,17 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
 
     if "jobs" in f:
         say("-j 1 / -j 2")
-        f["jobs"].values.append(_timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "1")))
-        f["jobs"].floors.append(_timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "2")))
+        one = _timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "1"))
+        two = _timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "2"))
+        fixed = _timed_process(_cli("run", "--adapter", "reference-stdio", "--select", _ONE_CASE))
+        f["jobs"].values.append(one)
+        f["jobs"].floors.append(two)
+        # what no -j N can split: the kit's start (imports, the corpus), one server's start (N start at
+        # once, on N cores), the exit; the rest of a -j 1 run is cases, which at best halve on 2 cores
+        f["jobs_fixed"].values.append(fixed)
+        f["jobs_fixed"].floors.append(one)
+        f["jobs_least"].values.append(one)
+        f["jobs_least"].floors.append(fixed + max(one - fixed, 0.0) / 2)
 
     if "selftest" in f:
         say("selftest")
@@ -813,6 +838,8 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         f["selftest_least"].values.append(run_time + sum(cpu.values()) / (os.cpu_count() or 1))
         f["selftest_least"].floors.append(20.0)
 
+
+_ONE_CASE = "lifecycle/abort-before-provider"  # a short case: its run is the fixed costs, nearly alone
 
 _SELFTEST_PARTS = {
     "broken": "the broken implementations",
