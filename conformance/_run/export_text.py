@@ -30,8 +30,6 @@ from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from relavium_conformance._report.results import Difference
-from relavium_reference import InvalidInputError
-from relavium_reference.export import parse_workflow
 
 __all__ = [
     "YAML11_LOOKALIKE",
@@ -187,7 +185,13 @@ def read_yaml_text(text: str) -> Any:
 
 @lru_cache(maxsize=_REMEMBERED)
 def workflow_refusal(text: str) -> str | None:
-    """Why the engine's strict workflow reader refuses ``text`` (None: it accepts it), remembered."""
+    """Why the engine's strict workflow reader refuses ``text`` (None: it accepts it), remembered.
+
+    The reader (and the engine's workflow models behind it) is imported at the first question: a run
+    with no export case does not pay for it, and under ``-j`` each worker imports it beside the others."""
+    from relavium_reference import InvalidInputError
+    from relavium_reference.export import parse_workflow
+
     try:
         parse_workflow(text)
     except InvalidInputError as exc:
