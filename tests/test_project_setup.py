@@ -52,15 +52,16 @@ def test_data_folders_are_found() -> None:
 
 def test_the_engine_imports_a_public_name_on_first_use() -> None:
     """``import relavium_reference`` imports none of its rooms, and the kit's run path (whose stdio runs
-    never drive the engine in-process) imports none of the engine's host room: a process that needs the
-    exception root or the strict workflow reader does not pay for the sessions, stores and providers."""
+    never drive the engine in-process) imports only the engine's exception root: the strict workflow
+    reader comes at the first export read-back, the sessions, stores and providers with an in-process
+    adapter."""
     probe = (
         "import sys\n"
         "import relavium_reference\n"
         "assert not [m for m in sys.modules if m.startswith('relavium_reference.')], sorted(sys.modules)\n"
         "import relavium_conformance._cli.run_cases, relavium_conformance._connect\n"
-        "host = [m for m in sys.modules if m.startswith('relavium_reference._host')]\n"
-        "assert not host, host\n"
+        "engine = {m for m in sys.modules if m.startswith('relavium_reference.')}\n"
+        "assert engine == {'relavium_reference._model', 'relavium_reference._model.errors'}, engine\n"
         "assert relavium_reference.AgentSession.__module__ == 'relavium_reference._host.session'\n"
         "assert 'AgentSession' in vars(relavium_reference) and 'SqlitePersister' in dir(relavium_reference)\n"
     )
