@@ -16,10 +16,10 @@ The public surface, by job:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+import typing as _typing
 from typing import Any as _Any
 
-if _TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from relavium_conformance._connect import resolve_adapter
     from relavium_conformance._corpus.cases import Case, load_cases, select_cases
     from relavium_conformance._corpus.catalogue import clause_ids, load_catalogue
@@ -115,21 +115,25 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    """Import a public name on first use: a process that needs one corner of the kit (the stdio server,
-    a sub-command, the pytest plugin) does not import every other (the broken implementations, the
-    report writers...)."""
-    try:
-        module, attribute = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
+# Type checkers read the imports above instead: a module-level __getattr__ would let them accept any
+# name, a misspelt one included.  (mypy knows the condition by the name TYPE_CHECKING: an alias of
+# that name would hide it.)
+if not _typing.TYPE_CHECKING:
 
+    def __getattr__(name: str) -> _Any:
+        """Import a public name on first use: a process that needs one corner of the kit (the stdio server,
+        a sub-command, the pytest plugin) does not import every other (the broken implementations, the
+        report writers...)."""
+        try:
+            module, attribute = _LAZY[name]
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

@@ -8,10 +8,10 @@ in-process) does not import the rest.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+import typing as _typing
 from typing import Any as _Any
 
-if _TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from relavium_reference._host.persister import SqlitePersister, TurnPersister
     from relavium_reference._host.scripted import ProviderScript, ScriptedProvider, load_script
     from relavium_reference._host.session import (
@@ -202,19 +202,23 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    """Import a public name on first use and keep it (later lookups are plain attribute reads)."""
-    try:
-        module, attribute = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
+# Type checkers read the imports above instead: a module-level __getattr__ would let them accept any
+# name, a misspelt one included.  (mypy knows the condition by the name TYPE_CHECKING: an alias of
+# that name would hide it.)
+if not _typing.TYPE_CHECKING:
 
+    def __getattr__(name: str) -> _Any:
+        """Import a public name on first use and keep it (later lookups are plain attribute reads)."""
+        try:
+            module, attribute = _LAZY[name]
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,31 @@ def test_the_engine_imports_a_public_name_on_first_use() -> None:
         "assert 'AgentSession' in vars(relavium_reference) and 'SqlitePersister' in dir(relavium_reference)\n"
     )
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
+
+
+def test_type_checkers_refuse_a_name_the_packages_do_not_have(tmp_path: Path) -> None:
+    """The lazy ``__getattr__`` of both packages is hidden from type checkers, so a misspelt public name
+    is an error for mypy, as it was when the packages imported their names at once."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import relavium_conformance\n"
+        "import relavium_reference\n"
+        "from relavium_reference import AgentSession, AgentSesion\n"
+        "from relavium_conformance import run_cases, run_casez\n"
+        "print(AgentSession, run_cases, relavium_reference.NoSuchThing)\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "mypy.ini"
+    config.write_text(
+        f"[mypy]\nstrict = True\nmypy_path = {ROOT / '.import-roots'}\n"
+        "[mypy-ruamel.*]\nignore_missing_imports = True\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir", os.devnull, str(probe)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    missing = sorted(re.findall(r'has no attribute "(\w+)"', done.stdout))
+    assert missing == ["AgentSesion", "NoSuchThing", "run_casez"], done.stdout + done.stderr
