@@ -99,11 +99,13 @@ def entry() -> NoReturn:
     import atexit
     import threading
 
-    if threading.active_count() == 1:
-        atexit._run_exitfuncs()  # the kit's caches are written here, as at any exit
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)  # (CPython's; elsewhere: the ordinary exit)
+    if run_handlers is not None and threading.active_count() == 1:
+        run_handlers()  # the kit's caches are written here, as at any exit; they run once
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:  # (None: that descriptor was closed when Python started)
+                    stream.flush()
         except (OSError, ValueError):
             pass  # the ordinary exit reports it as Python does
         else:

@@ -39,8 +39,33 @@ def _fake_exit(code: int) -> None:
     raise _Exited(code)
 
 
+def test_a_real_run_takes_the_exit_without_teardown(tmp_path: Path) -> None:
+    """The run's own threads (the event loop's executor, the SQLite hand-offs) are gone when ``main``
+    returns, so a real run ends by ``os._exit``, after its handlers, with main's code."""
+    marker = tmp_path / "exited"
+    probe = (
+        "import os, sys\n"
+        "real = os._exit\n"
+        "def noted(code):\n"
+        f"    open({str(marker)!r}, 'w').write(str(code))\n"
+        "    real(code)\n"
+        "os._exit = noted\n"
+        "sys.argv = ['relavium-conformance', 'run', '--select', 'lifecycle/abort-before-provider']\n"
+        "from relavium_conformance._cli import entry\n"
+        "entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "1 passed" in done.stdout
+    assert marker.read_text(encoding="utf-8") == "0"
+    for streams in ([">&-"], [">&-", "2>&-"]):  # a closed stdout (and stderr) is no reason to fail
+        command = f"{sys.executable} -m relavium_conformance run --list {' '.join(streams)}"
+        assert subprocess.run(["sh", "-c", command]).returncode == 0, streams
+
+
 def test_the_exit_runs_the_handlers_then_ends_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # (whatever threads earlier tests left)
     monkeypatch.setattr(cli, "main", lambda: 3)
     monkeypatch.setattr("atexit._run_exitfuncs", lambda: ran.append("handlers"))
     monkeypatch.setattr(os, "_exit", _fake_exit)
