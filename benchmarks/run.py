@@ -452,9 +452,10 @@ def _timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     return time.process_time() - started, value
 
 
-def _timed_process(command: list[str], env: dict[str, str] | None = None) -> float:
+def _timed_process(command: list[str], env: dict[str, str] | None = None, *, check: bool = False) -> float:
+    """Wall seconds of one process; with ``check``, a failing one (a case renamed away) is an error."""
     started = time.perf_counter()
-    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(command, check=check, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - started
 
 
@@ -812,7 +813,7 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         say("-j 1 / -j 2")
         one = _timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "1"))
         two = _timed_process(_cli("run", "--adapter", "reference-stdio", "-j", "2"))
-        fixed = _timed_process(_cli("run", "--adapter", "reference-stdio", "--select", _ONE_CASE))
+        fixed = _timed_process(_cli("run", "--adapter", "reference-stdio", "--select", _ONE_CASE), check=True)
         f["jobs"].values.append(one)
         f["jobs"].floors.append(two)
         # what no -j N can split: the kit's start (imports, the corpus), one server's start (N start at
