@@ -95,3 +95,21 @@ def test_type_checkers_refuse_a_name_the_packages_do_not_have(tmp_path: Path) ->
     )
     missing = sorted(re.findall(r'has no attribute "(\w+)"', done.stdout))
     assert missing == ["AgentSesion", "NoSuchThing", "run_casez"], done.stdout + done.stderr
+
+
+def test_the_stdio_server_imports_no_schema_validator() -> None:
+    """The server parses messages with the kit's pydantic models and never judges a shape: jsonschema
+    and referencing (about 40 ms of every server start) are the kit's, imported at its first shape
+    question."""
+    probe = (
+        "import sys\n"
+        "import relavium_conformance._reference.stdio_server, relavium_conformance._reference.store_impl\n"
+        "from relavium_conformance._reference.store_impl import both_profiles_factory\n"
+        "both_profiles_factory('sqlite')\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing')]\n"
+        "assert not loaded, loaded\n"
+        "from relavium_conformance._wire.model import shape_problem\n"
+        "assert shape_problem('stream-chunk', {'type': 'text_delta', 'text': 'hi'}) is None\n"
+        "assert 'jsonschema' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)

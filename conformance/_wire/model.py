@@ -17,18 +17,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from jsonschema import Draft202012Validator, validators
-from jsonschema import ValidationError as SchemaError
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, WithJsonSchema
 from pydantic.alias_generators import to_camel
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitShapeError
 from relavium_conformance._wire import shape_memo
+
+if TYPE_CHECKING:  # jsonschema and referencing are imported by the first shape question, not here: the
+    # stdio server parses messages with the models below and never judges a shape
+    from jsonschema import Draft202012Validator
+    from jsonschema import ValidationError as SchemaError
+    from referencing import Registry
 
 __all__ = [
     "SCHEMA_DIALECT",
@@ -94,6 +96,8 @@ def kit_parse(model: type[M], data: Any) -> M:
 @cache
 def schema_registry() -> Registry[Any]:
     """Every schema file the kit ships, by its ``$id`` (so ``$ref`` between files resolves)."""
+    from referencing import Registry, Resource
+
     registry: Registry[Any] = Registry()
     for path in sorted(schemas_dir().rglob("*.schema.json")):
         contents = json.loads(path.read_text(encoding="utf-8"))
@@ -107,6 +111,9 @@ def _shape_registry() -> Registry[Any]:
     stated by the resource's specification instead).  jsonschema picks the validator class of a
     ``$ref``'d document from its ``$schema``; without it, it keeps ours (:data:`_ShapeValidator`, the
     same dialect with a faster ``oneOf``) all the way down."""
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
     registry: Registry[Any] = Registry()
     for uri in schema_registry():
         contents = {k: v for k, v in schema_registry().contents(uri).items() if k != "$schema"}
@@ -145,9 +152,6 @@ def _learn_discriminators(node: Any, document: dict[str, Any]) -> None:
         _learn_discriminators(item, document)
 
 
-_PLAIN_ONE_OF = Draft202012Validator.VALIDATORS["oneOf"]
-
-
 def _one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
     """``oneOf`` that tries the branch a value's ``type`` names first: when that branch accepts the
     value, every other branch refuses it on its ``type`` const, so exactly one matches.  Anything else
@@ -159,10 +163,23 @@ def _one_of(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterat
         chosen = branches[index] if index is not None else None
         if chosen is not None and next(validator.descend(instance, chosen, schema_path=index), None) is None:
             return
-    yield from _PLAIN_ONE_OF(validator, branches, instance, schema)
+    yield from _plain_one_of()(validator, branches, instance, schema)
 
 
-_ShapeValidator = validators.extend(Draft202012Validator, {"oneOf": _one_of})  # type: ignore[no-untyped-call]
+@cache
+def _plain_one_of() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator.VALIDATORS["oneOf"]
+
+
+@cache
+def _shape_validator_class() -> type[Draft202012Validator]:
+    """The 2020-12 validator with the faster ``oneOf`` (built at the first shape question)."""
+    from jsonschema import Draft202012Validator, validators
+
+    extended: type[Draft202012Validator] = validators.extend(Draft202012Validator, {"oneOf": _one_of})  # type: ignore[no-untyped-call]
+    return extended
 
 
 def _shape_id(name: str) -> str:
@@ -173,7 +190,7 @@ def _shape_id(name: str) -> str:
 @cache
 def shape_validator(name: str) -> Draft202012Validator:
     """A validator for one shipped shape: ``session-message``, or ``session-message#/$defs/TextPart``."""
-    validator: Draft202012Validator = _ShapeValidator({"$ref": _shape_id(name)}, registry=_shape_registry())
+    validator = _shape_validator_class()({"$ref": _shape_id(name)}, registry=_shape_registry())
     return validator
 
 
