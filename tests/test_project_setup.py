@@ -113,3 +113,20 @@ def test_the_stdio_server_imports_no_schema_validator() -> None:
         "assert 'jsonschema' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
+
+
+def test_a_parent_that_only_deals_cases_imports_no_schema_validator(tmp_path: Path) -> None:
+    """The run path and a warm corpus load (the shape verdicts remembered from an earlier process) import
+    neither jsonschema nor referencing: under ``-j`` the parent loads the corpus and forks, and each worker
+    imports the validator beside the others at its first shape question."""
+    env = {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": str(tmp_path / "cache")}
+    load = "from relavium_conformance._corpus.selection import gather_cases\ngather_cases([])\n"
+    subprocess.run([sys.executable, "-c", load], check=True, cwd=ROOT, env=env)  # warms the caches
+    probe = (
+        "import sys\n"
+        "import relavium_conformance._cli.run_cases, relavium_conformance._connect\n"
+        f"{load}"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing')]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=env)

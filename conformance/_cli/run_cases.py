@@ -33,7 +33,6 @@ from relavium_conformance._run.parallel import run_cases_parallel
 from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync
 from relavium_conformance._wire.adapters import StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
-from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["execute"]
 
@@ -47,7 +46,11 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
             f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
         )
     baseline = load_baseline(args.baseline) if args.baseline else None
-    validator = ProtocolValidator() if args.validate_protocol else None
+    validator = None
+    if args.validate_protocol:  # (the protocol's schemas: only this option needs them)
+        from relavium_conformance._wire.validation import ProtocolValidator
+
+        validator = ProtocolValidator()
     with contextlib.ExitStack() as stack:
         trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
         # the tracer sees each stdio message first; the validator (which may refuse it) after it

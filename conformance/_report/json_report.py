@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitError
 from relavium_conformance._report.atomic import write_text_atomically
 from relavium_conformance._report.results import RunResult
+
+if TYPE_CHECKING:  # (imported when a results document is written: a run without --json needs none)
+    from jsonschema import Draft202012Validator
 
 __all__ = ["read_json", "results_document", "results_validator", "write_json"]
 
@@ -21,6 +21,8 @@ __all__ = ["read_json", "results_document", "results_validator", "write_json"]
 @cache
 def results_validator() -> Draft202012Validator:
     """A validator for ``schemas/results.schema.json`` (formats checked)."""
+    from jsonschema import Draft202012Validator
+
     schema = json.loads((schemas_dir() / "results.schema.json").read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
@@ -31,6 +33,8 @@ def results_document(run: RunResult) -> dict[str, Any]:
 
     Raises :class:`KitError` if the document does not match the schema (a defect of the kit).
     """
+    from jsonschema.exceptions import best_match
+
     document: dict[str, Any] = run.model_dump(mode="json")
     error = best_match(results_validator().iter_errors(document))
     if error is not None:

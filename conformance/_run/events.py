@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._report.results import Difference
+
+if TYPE_CHECKING:  # (imported by the first event judged: a -j parent that only deals cases needs none)
+    from jsonschema import Draft202012Validator
 
 __all__ = ["EVENT_SHAPE_CLAUSES", "EVENT_SHAPE_KIT_DEFINED", "check_event_shapes"]
 
@@ -58,6 +59,8 @@ def _monotone(schema: Any) -> bool:
 def _arms() -> tuple[dict[str, tuple[Draft202012Validator, Draft202012Validator]], bool]:
     """Per event type: the open validator (failures) and the closed one (unknown fields); and whether
     the arms are monotone (see :func:`_monotone`)."""
+    from jsonschema import Draft202012Validator
+
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
     arms: dict[str, tuple[Draft202012Validator, Draft202012Validator]] = {}
@@ -80,6 +83,8 @@ def _envelopes() -> dict[str, tuple[tuple[str, Draft202012Validator], ...] | Non
     """Per event type, a validator for each envelope field the arm declares; None when the arm's root
     could tie its fields together (a keyword beyond ``properties``/``required``/``additionalProperties``
     and notes) or a placeholder does not fit: then its events are always judged whole."""
+    from jsonschema import Draft202012Validator
+
     schema = json.loads((schemas_dir() / "session-event.schema.json").read_text(encoding="utf-8"))
     defs = schema["$defs"]
     out: dict[str, tuple[tuple[str, Draft202012Validator], ...] | None] = {}

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from jsonschema.exceptions import best_match
-
 from relavium_conformance._report.results import Difference
 from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.jsonrpc import RpcError
@@ -96,6 +94,8 @@ def _dotted(parts: Iterable[Any]) -> str:
 
 def _turn_fields(turn: Any, limit: int = 5) -> list[tuple[str, str]]:
     """Each field of ``turn`` the ``completed-turn`` schema refuses, as (path, words); unknown ones first."""
+    from jsonschema.exceptions import best_match  # (with the validator: only a refused turn gets here)
+
     found: list[tuple[bool, str, str]] = []
     for error in shape_validator("completed-turn").iter_errors(turn):
         deepest = best_match([error]) or error
