@@ -112,7 +112,8 @@ def test_the_stdio_server_imports_no_schema_validator() -> None:
         "assert shape_problem('stream-chunk', {'type': 'text_delta', 'text': 'hi'}) is None\n"
         "assert 'jsonschema' in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
+    no_memo = {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": "0"}  # the shape question is judged anew
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=no_memo)
 
 
 def test_a_parent_that_only_deals_cases_imports_no_schema_validator(tmp_path: Path) -> None:
