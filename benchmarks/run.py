@@ -610,7 +610,15 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
         "5",
         "stdio cost per round trip",
         "(stdio run - in-process run) / round trips (us)",
-        "bare pipe round trip between two processes (us)",
+        "bare pipe round trip between two processes, each on a core of its own (us)",
+        "us",
+        "(context)",
+    )
+    f["stdio_trip_one_core"] = Figure(
+        "5",
+        "bare pipe round trip, both ends on one core",
+        "bare pipe round trip, both processes pinned to one core (us)",
+        "the same, each on a core of its own (us)",
         "us",
         "(context)",
     )
@@ -715,6 +723,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "stdio_case",
         "stdio_cpu",
         "stdio_trip",
+        "stdio_trip_one_core",
         "stdio_start",
         "stdio_least_run",
         "stdio_least_case",
@@ -798,6 +807,8 @@ def one_round(f: dict[str, Figure], quick: bool, work: Path, say: Callable[[str]
         f["stdio_trip"].values.append((over.wall - inside.wall) / max(over.round_trips, 1) * 1e6)
         trip = bare_round_trip()
         f["stdio_trip"].floors.append(trip * 1e6)
+        f["stdio_trip_one_core"].values.append(bare_round_trip(one_core=True) * 1e6)
+        f["stdio_trip_one_core"].floors.append(trip * 1e6)
         start = server_start_stop()
         f["stdio_start"].values.append(start)
         f["stdio_start"].floors.append(_timed_process([sys.executable, "-c", "pass"]))

@@ -105,16 +105,34 @@ _ECHO = (
 )
 
 
-def bare_round_trip(trips: int = 400, batches: int = 5) -> float:
+def _placements() -> tuple[set[int], set[int]] | None:
+    """Two CPU sets for the two ends of a round trip, each one core (``None``: affinity unknown here)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    return ({cores[0]}, {cores[1] if len(cores) > 1 else cores[0]})
+
+
+def bare_round_trip(trips: int = 400, batches: int = 5, *, one_core: bool = False) -> float:
     """Seconds per round trip of one 300-byte line to a child that echoes it (blocking reads and
     writes, no parsing): what two processes pay to hand each other a message over pipes.
 
-    The best of ``batches`` batches of ``trips``: a floor is what the machine can do, and one batch
-    that other work on the cores delays says nothing about the pipe."""
+    The ends are pinned: each to a core of its own (the default: how the scheduler spreads a kit and
+    its server over two idle cores), or both to one core (``one_core``: each write hands the core to
+    the other end at once, several times quicker). Unpinned, a batch lands on either, and the best
+    of them said one or the other from run to run. The best of ``batches`` batches of ``trips``: a
+    floor is what the machine can do, and one batch that other work on the cores delays says nothing
+    about the pipe."""
     line = b'{"jsonrpc":"2.0","id":1,"method":"host.emit","params":{"event":"' + b"x" * 240 + b'"}}\n'
+    placements = _placements()
+    mine = os.sched_getaffinity(0) if placements is not None else None
     child = subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert child.stdin is not None
     assert child.stdout is not None
+    if placements is not None:
+        here, there = placements
+        os.sched_setaffinity(0, here)
+        os.sched_setaffinity(child.pid, here if one_core else there)
     send, receive = child.stdin.fileno(), child.stdout.fileno()
     best = float("inf")
     try:
@@ -129,6 +147,8 @@ def bare_round_trip(trips: int = 400, batches: int = 5) -> float:
                 best = min(best, (time.perf_counter() - started) / trips)
         return best
     finally:
+        if mine is not None:
+            os.sched_setaffinity(0, mine)
         child.stdin.close()
         child.wait()
 
