@@ -161,6 +161,7 @@ def _read(text: str) -> tuple[Any, Exception | None, tuple[_Finding, ...] | Exce
     exception, None when there is no document, :data:`_ALIASED` when a node is reached twice, else
     the text-property findings."""
     yaml = YAML(typ="safe", pure=True)
+    yaml.composer.warn_double_anchors = False  # as parse_yaml: an anchor named twice is YAML
     try:
         root = yaml.compose(text)
     except Exception as exc:  # the composer raises many unrelated types for bad input

@@ -197,6 +197,9 @@ class _ScreeningParser(Parser):
 def _reader() -> YAML:
     yaml = YAML(typ="safe", pure=True)
     yaml.Parser = _ScreeningParser
+    # An anchor named twice is YAML (the later one wins, and with aliases refused nothing refers to
+    # either); ruamel would warn about it, which reaches stderr, or raises where warnings are errors.
+    yaml.composer.warn_double_anchors = False
     return yaml
 
 
