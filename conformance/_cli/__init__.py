@@ -97,10 +97,10 @@ def entry() -> NoReturn:
     """The command line as a program: :func:`main`, then the exit (see the module's docstring)."""
     code = main()
     import atexit
-    import threading
 
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # (CPython's; elsewhere: the ordinary exit)
-    if run_handlers is not None and threading.active_count() == 1:
+    threading = sys.modules.get("threading")  # (not imported: no thread of its can have been started)
+    if run_handlers is not None and (threading is None or threading.active_count() == 1):
         run_handlers()  # the kit's caches are written here, as at any exit; they run once
         try:
             for stream in (sys.stdout, sys.stderr):

@@ -15,7 +15,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.exit_status import ExitCode
@@ -56,8 +56,38 @@ def suggest(given: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def _terminal_columns() -> int:
+    """The columns ``shutil.get_terminal_size()`` reports (``COLUMNS`` when a positive number, else the
+    terminal of ``sys.__stdout__``, else 80), without importing ``shutil`` (which imports ``bz2`` and
+    ``lzma``): argparse asks for them each time it makes a formatter, once per ``add_argument``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:  # (sys.__stdout__ is None when Python started without a stdout: AttributeError, as in shutil)
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _KitHelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, given the width argparse would compute (:func:`_terminal_columns`)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        width = _terminal_columns() - 2 if width is None else width  # (the margin argparse leaves)
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class KitArgumentParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line in the kit's style, with a suggestion."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _KitHelpFormatter)
+        super().__init__(**kwargs)
 
     def error(self, message: str) -> NoReturn:
         match = _INVALID_CHOICE.search(message)

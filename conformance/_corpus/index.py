@@ -22,11 +22,24 @@ opened); a linked folder is walked where it is first met, and every other path r
 an alias of that first path, so retargeting a link changes the key.
 
 A changed byte anywhere is a new key, and an index written under another key is never read: the full
-load runs, with exactly its usual errors, and writes the index afresh.  A load that fails writes
-nothing, so an error is reported again each time, never remembered.  A missing, unreadable, corrupt,
-foreign or unwritable file just means the full load; the write is atomic (a temporary file renamed
-over the old one).  Off in an installed kit and with ``RELAVIUM_CONFORMANCE_YAML_CACHE=0``, like the
-parse cache.
+load runs, with exactly its usual errors, and writes the index afresh.
+
+Reading every byte to compute the key costs more than the rest of a listing, so the index also keeps a
+*signature* of the same files: per keyed file its path, device, inode, size, modification and change
+times (``os.stat``), with the same walk, environment lines and non-file entries as the key.  A listing
+whose signature equals the kept one is answered without reading the files.  Any write to a file moves
+its change time (which no program can set back), an editor's save-by-rename gives a new inode, and a
+file added, removed or retargeted changes the walk, so a file that changed since the signature was kept
+cannot match it, with one exception handled as git handles its "racily clean" entries: a change within
+the same tick of the file system's clock as the stat.  A signature is therefore kept only when every
+file it describes last changed at least :data:`_SETTLED_NS` (2 s) before the walk began and a second
+walk after the key was computed sees the same signature; until then (a fresh checkout, a file just
+edited) listings compute the key, and the first one after the files have settled keeps the signature.
+
+A load that fails writes nothing, so an error is reported again each time, never remembered.  A
+missing, unreadable, corrupt, foreign or unwritable file just means the full load; the write is atomic
+(a temporary file renamed over the old one).  Off in an installed kit and with
+``RELAVIUM_CONFORMANCE_YAML_CACHE=0``, like the parse cache.
 
 The selection functions live here too (:func:`select_cases`, :func:`exclude_cases`): they match entries
 and case objects alike, so a listing from the index and a run from the cases select the same ids.
@@ -37,11 +50,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import sys
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from relavium_conformance._corpus.cases import AnyCase
@@ -79,9 +93,11 @@ class Selectable(Protocol):
 S = TypeVar("S", bound=Selectable)
 
 
-@dataclass(frozen=True)
-class CaseEntry:
-    """One case as a listing sees it (``suite`` is a vector case's suite, ``None`` for a transcript)."""
+class CaseEntry(NamedTuple):
+    """One case as a listing sees it (``suite`` is a vector case's suite, ``None`` for a transcript).
+
+    (A named tuple rather than a dataclass: ``dataclasses`` imports ``inspect``, a fifth of what a
+    listing costs beyond the interpreter's start.)"""
 
     id: str
     title: str
@@ -211,6 +227,13 @@ def _installed() -> list[str]:
     return [*sorted(folders), *sorted(names)]
 
 
+def _trees(fixtures: Path, code: Iterable[Path], schemas: Path) -> list[tuple[str, Path, str, str]]:
+    """(label, root, suffix, skip) of each tree the key and the signature walk."""
+    trees = [("fixtures", fixtures, "", _NOT_READ), *(("code", root, ".py", "") for root in code)]
+    trees.append(("schemas", schemas, "", ""))
+    return trees
+
+
 def corpus_key(fixtures: Path, code: Iterable[Path], schemas: Path, environment: Iterable[str] = ()) -> str:
     """The key of an index: a SHA-256 over every loader-read file under ``fixtures`` (path and bytes),
     every ``.py`` file under each ``code`` folder, every file under ``schemas`` and the ``environment``
@@ -224,9 +247,7 @@ def corpus_key(fixtures: Path, code: Iterable[Path], schemas: Path, environment:
         digest = hashlib.sha256(b"corpus-index %d\0%s\0" % (_FORMAT, _text(fixtures)))
         for line in environment:
             digest.update(b"env\0%s\0" % _text(line))
-        trees = [("fixtures", fixtures, "", _NOT_READ), *(("code", root, ".py", "") for root in code)]
-        trees.append(("schemas", schemas, "", ""))
-        for label, root, suffix, skip in trees:
+        for label, root, suffix, skip in _trees(fixtures, code, schemas):
             digest.update(b"tree\0%s\0%s\0" % (label.encode(), _text(root)))
             for kind, relative, full in _walk(root, suffix=suffix, skip=skip):
                 if kind != "file":  # (another folder's first path, or a file that is not regular)
@@ -284,6 +305,11 @@ def _loader_reads_only(fixtures: Path) -> bool:
     return True
 
 
+def _environment() -> list[str]:
+    """The interpreter and the judge's libraries, as lines of the key and of the signature."""
+    return [sys.version, sys.implementation.cache_tag or "", *_installed()]
+
+
 def _current_key() -> str | None:
     """The key of the corpus as it is now, or ``None``: no index may be used or kept (a file cannot be
     read, or the loader reads cases from outside the keyed fixtures)."""
@@ -293,10 +319,50 @@ def _current_key() -> str | None:
         fixtures = fixtures_dir()
         if not _loader_reads_only(fixtures):
             return None
-        environment = [sys.version, sys.implementation.cache_tag or "", *_installed()]
-        return corpus_key(fixtures, _code_roots(), schemas_dir(), environment)
+        return corpus_key(fixtures, _code_roots(), schemas_dir(), _environment())
     except (OSError, RecursionError, UnicodeError, ValueError):
         return None  # (an unreadable or unnamable file: the full load reports it, if it matters)
+
+
+_SETTLED_NS = 2_000_000_000  # a file changed this recently may change again within one tick of its clock
+
+
+class _Signature(NamedTuple):
+    lines: list[str]  # one per environment line, tree and walked entry ("\0" between fields)
+    settled: bool  # every keyed file last changed _SETTLED_NS or more before the walk began
+
+
+def _signature() -> _Signature | None:
+    """The corpus as its files' metadata shows it now (see the module's docstring), or ``None`` when no
+    index may be used (as :func:`_current_key`) or a name cannot be held as UTF-8 text."""
+    from relavium_conformance._data import fixtures_dir, schemas_dir
+
+    began = time.time_ns()
+    newest = 0
+    try:
+        fixtures = fixtures_dir()
+        if not _loader_reads_only(fixtures):
+            return None
+        lines = [f"corpus-signature {_FORMAT}\0{fixtures}", *(f"env\0{line}" for line in _environment())]
+        for label, root, suffix, skip in _trees(fixtures, _code_roots(), schemas_dir()):
+            lines.append(f"tree\0{label}\0{root}")
+            for kind, relative, full in _walk(root, suffix=suffix, skip=skip):
+                if kind != "file":
+                    lines.append(f"{kind}\0{relative}\0{full}")
+                    continue
+                status = os.stat(full)
+                if not stat.S_ISREG(status.st_mode):
+                    return None  # (changed kind since the walk: the key's read refuses it too)
+                newest = max(newest, status.st_mtime_ns, status.st_ctime_ns)
+                lines.append(
+                    f"file\0{relative}\0{status.st_dev}\0{status.st_ino}\0{status.st_size}"
+                    f"\0{status.st_mtime_ns}\0{status.st_ctime_ns}"
+                )
+        for line in lines:
+            line.encode("utf-8")  # (a lone surrogate from an undecodable name: no JSON file can keep it)
+    except (OSError, RecursionError, UnicodeError, ValueError):
+        return None
+    return _Signature(lines, newest < began - _SETTLED_NS)
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:
@@ -317,8 +383,8 @@ def _entry_from_json(row: Any) -> CaseEntry | None:
     return CaseEntry(row["id"], row["title"], row["area"], clauses, capabilities, row["suite"])
 
 
-def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
-    """The entries kept under ``key``, or ``None`` (no file, another key, anything malformed)."""
+def _read_stored(path: Path) -> dict[str, Any] | None:
+    """The index file as JSON of the current format, or ``None`` (no file, anything malformed)."""
     import json
 
     from relavium_conformance._data import read_regular_file
@@ -327,8 +393,12 @@ def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
         stored = json.loads(read_regular_file(str(path), _MAX_INDEX, follow=False))
     except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested beyond the parser)
         return None
-    if type(stored) is not dict or stored.get("format") != _FORMAT or stored.get("key") != key:
+    if type(stored) is not dict or stored.get("format") != _FORMAT or type(stored.get("key")) is not str:
         return None
+    return stored
+
+
+def _entries(stored: dict[str, Any]) -> tuple[CaseEntry, ...] | None:
     rows = stored.get("cases")
     if type(rows) is not list or not rows:
         return None
@@ -338,8 +408,15 @@ def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
     return tuple(entry for entry in entries if entry is not None)
 
 
-def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...]) -> None:
-    """Keep the entries under ``key``; any failure (read-only folder, full disk) keeps nothing."""
+def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
+    """The entries kept under ``key``, or ``None`` (no file, another key, anything malformed)."""
+    stored = _read_stored(path)
+    return None if stored is None or stored["key"] != key else _entries(stored)
+
+
+def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...], signature: list[str] | None) -> None:
+    """Keep the entries under ``key`` (and ``signature``, when given); any failure (read-only folder, full
+    disk) keeps nothing."""
     import json
     import tempfile
 
@@ -354,8 +431,9 @@ def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...]) -> None:
         }
         for e in entries
     ]
+    document = {"format": _FORMAT, "key": key, "signature": signature, "cases": rows}
     try:  # (a text no UTF-8 can hold, a lone surrogate, keeps nothing: it is encoded before any file exists)
-        data = json.dumps({"format": _FORMAT, "key": key, "cases": rows}, ensure_ascii=False).encode()
+        data = json.dumps(document, ensure_ascii=False).encode()
     except (UnicodeError, ValueError):
         return
     temporary = None
@@ -374,6 +452,15 @@ def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...]) -> None:
                 os.unlink(temporary)
 
 
+def _still(seen: _Signature | None) -> list[str] | None:
+    """``seen``'s lines when they may be kept beside a key computed after ``seen`` was taken: settled, and
+    a second walk now sees the same (so nothing changed while the key was computed)."""
+    if seen is None or not seen.settled:
+        return None
+    again = _signature()
+    return seen.lines if again is not None and again.lines == seen.lines else None
+
+
 def _full_load() -> tuple[AnyCase, ...]:
     from relavium_conformance._corpus.cases import read_corpus
 
@@ -383,17 +470,27 @@ def _full_load() -> tuple[AnyCase, ...]:
 def corpus_index() -> tuple[CaseEntry, ...]:
     """The entry of every case of the kit's corpus (transcripts and vectors), sorted by id.
 
-    From the index when one was written under the current key; otherwise from the full load
-    (:func:`relavium_conformance._corpus.cases.read_corpus`, which raises its usual usage errors), whose
-    entries are then kept, unless a file changed while it loaded.
+    From the index when its signature or its key matches the corpus as it is now; otherwise from the full
+    load (:func:`relavium_conformance._corpus.cases.read_corpus`, which raises its usual usage errors),
+    whose entries are then kept, unless a file changed while it loaded.
     """
     path = index_path()
-    key = _current_key() if path is not None else None
-    if path is not None and key is not None:
-        kept = _read_index(path, key)
+    if path is None:
+        return tuple(entry_of(case) for case in _full_load())
+    stored = _read_stored(path)
+    seen = _signature()
+    if stored is not None and seen is not None and stored.get("signature") == seen.lines:
+        kept = _entries(stored)
         if kept is not None:
             return kept
+    key = _current_key()
+    if stored is not None and key is not None and stored["key"] == key:
+        kept = _entries(stored)
+        if kept is not None:
+            if (lines := _still(seen)) is not None:  # (settled since it was kept, or touched, not changed)
+                _write_index(path, key, kept, lines)
+            return kept
     entries = tuple(entry_of(case) for case in _full_load())
-    if path is not None and key is not None and _current_key() == key:
-        _write_index(path, key, entries)
+    if key is not None and _current_key() == key:
+        _write_index(path, key, entries, _still(seen))
     return entries

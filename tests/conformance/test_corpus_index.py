@@ -560,3 +560,112 @@ def test_a_title_no_utf_8_holds_is_the_usual_usage_error_and_leaves_no_temporary
     with pytest.raises(KitUsageError) as uncached:
         corpus_index()
     assert str(uncached.value) == str(cached.value)
+
+
+# --- the signature: a settled corpus listed without reading its files -----------------------------------
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file counts as settled, however recently it changed (the real margin is 2 s)."""
+    monkeypatch.setattr(index, "_SETTLED_NS", -(10**18))
+
+
+def _count_keys(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = index.corpus_key
+
+    def counted(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "corpus_key", counted)
+    return calls
+
+
+def test_a_settled_corpus_is_listed_from_its_signature_without_reading_a_file(
+    cache: Path, settled: None, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    assert corpus_index() == _expected()
+    stored = json.loads((cache / "corpus-index.json").read_text(encoding="utf-8"))
+    assert type(stored["signature"]) is list
+    assert len(stored["signature"]) > len(stored["cases"])
+    monkeypatch.setattr(index, "corpus_key", lambda *a, **k: pytest.fail("the files were read for the key"))
+    assert corpus_index() == _expected()
+    assert loads == [1]
+
+
+def test_files_changed_within_the_margin_keep_no_signature_until_they_settle(
+    cache: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index, "_SETTLED_NS", 10**18)  # every file changed within the margin
+    keys = _count_keys(monkeypatch)
+    path = cache / "corpus-index.json"
+    assert corpus_index() == _expected()
+    assert json.loads(path.read_text(encoding="utf-8"))["signature"] is None
+    assert corpus_index() == _expected()
+    assert keys == [1, 1, 1]  # the first listing's key before and after its load; the second's, from the key
+    monkeypatch.setattr(index, "_SETTLED_NS", -(10**18))  # and now all have settled
+    assert corpus_index() == _expected()  # answered by the key, and the signature kept beside it
+    assert type(json.loads(path.read_text(encoding="utf-8"))["signature"]) is list
+    assert corpus_index() == _expected()
+    assert keys == [1, 1, 1, 1]
+
+
+def _same_size_title(case_file: Path) -> tuple[str, str]:
+    text = case_file.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title: "))
+    edited = "title: " + "x" * (len(title) - len("title: "))
+    return text, text.replace(title, edited)
+
+
+@pytest.mark.parametrize("how", ["in place", "saved by rename"])
+def test_an_edit_keeping_the_size_and_modification_time_is_still_seen(
+    cache: Path, fixtures_copy: Path, settled: None, how: str
+) -> None:
+    assert corpus_index() == _expected()
+    case_file = fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml"
+    before = case_file.stat()
+    text, edited = _same_size_title(case_file)
+    assert len(edited.encode()) == len(text.encode())
+    if how == "saved by rename":  # a new inode (the old one still held by the copy below while it is made)
+        (fixtures_copy / "edited.tmp").write_text(edited, encoding="utf-8")
+        os.utime(fixtures_copy / "edited.tmp", ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(fixtures_copy / "edited.tmp", case_file)
+    else:  # the same inode: only the change time can tell (rewritten until its clock has ticked)
+        for _ in range(1_000_000):
+            case_file.write_text(edited, encoding="utf-8")
+            os.utime(case_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+            if case_file.stat().st_ctime_ns != before.st_ctime_ns:
+                break
+    after = case_file.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert (after.st_ino == before.st_ino) == (how == "in place")
+    title = edited.split("title: ", 1)[1].split("\n", 1)[0]
+    assert [e.title for e in corpus_index() if e.id == TRANSCRIPT] == [title]
+
+
+def test_a_touched_file_is_answered_by_its_key_and_its_new_signature_kept(
+    cache: Path, fixtures_copy: Path, settled: None, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    path = cache / "corpus-index.json"
+    assert corpus_index() == _expected()
+    signature = json.loads(path.read_text(encoding="utf-8"))["signature"]
+    os.utime(fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml")  # a new time, the same bytes
+    keys = _count_keys(monkeypatch)
+    assert corpus_index() == _expected()
+    assert json.loads(path.read_text(encoding="utf-8"))["signature"] not in (None, signature)
+    assert corpus_index() == _expected()
+    assert keys == [1]
+    assert loads == [1]
+
+
+def test_the_signature_follows_the_interpreter_and_a_stand_in_loader(
+    cache: Path, settled: None, monkeypatch: pytest.MonkeyPatch, loads: list[int]
+) -> None:
+    assert corpus_index() == _expected()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert corpus_index() == _expected()
+    assert loads == [1, 1]
+    monkeypatch.setattr(cases_module, "load_vector_cases", lambda: ())  # what a test's stand-in does
+    assert index._signature() is None  # (a stand-in bars the index: no signature is compared)
