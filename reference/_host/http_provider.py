@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import functools
 import json
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
@@ -33,6 +30,11 @@ from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
 from relavium_reference._rules.overflow import Dialect, is_official_base_url
 from relavium_reference._rules.sse import SseDecoder, SseEvent
 from relavium_reference._rules.wire_errors import error_from_reply, transport_error
+
+if TYPE_CHECKING:  # httpx (with ssl, email, http) is imported by the first stream: a third of a
+    import ssl  # start-up without one (a run against scripted providers, a listing, an export)
+
+    import httpx
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -60,6 +62,8 @@ def _tls_context() -> ssl.SSLContext:
     A client left to build its own loads the CA bundle each time (~0.1 s of CPU), once per request here.
     Verification is unchanged (certifi, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as read at first use).
     """
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -155,6 +159,8 @@ class HttpProvider:
             await chunks.aclose()  # an abandoned stream closes its HTTP response now, not at collection
 
     async def _run(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
+        import httpx
+
         url, headers, body = _prepare(self.endpoint, request)
         reader = self.reader()
         dialect = self.endpoint.dialect
