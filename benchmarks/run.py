@@ -24,6 +24,10 @@ of each and their ratio, because absolute times on a shared machine mean little.
 * ``-j 2``: ``-j 1`` over stdio (reported only when the CLI has ``-j``);
 * selftest: one ``run``.
 
+Every process measured gets the kit's and the engine's modules compiled once, as an installed kit has
+them (``pip install`` compiles them), whatever the shell's ``PYTHONDONTWRITEBYTECODE`` says;
+``--from-source`` measures processes that each compile what they import.
+
 Not a test: nothing here asserts a time.  Exit status 0 whatever the figures.
 """
 
@@ -927,6 +931,27 @@ def _export(record: Any, messages: Any) -> str:
     return dump_yaml(document_to_data(session_to_workflow(record, messages)))
 
 
+_PACKAGES = [str(Path(__file__).resolve().parents[1] / name) for name in ("conformance", "reference")]
+
+
+def _bytecode(work: Path, from_source: bool) -> str:
+    """Set how every process measured here gets the kit's and the engine's bytecode; say which.
+
+    By default as an installed kit has it (``pip install`` compiles every module): compiled once, here,
+    into a cache of this run's own (``PYTHONPYCACHEPREFIX``), whatever the shell says.  With
+    ``from_source``, every process compiles the modules it imports (``PYTHONDONTWRITEBYTECODE=1``, as a
+    checkout run in a shell that sets it, this sandbox's included)."""
+    if from_source:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        return "compiled from source by every process (PYTHONDONTWRITEBYTECODE=1)"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")
+    compile_all = [sys.executable, "-m", "compileall", "-q", *_PACKAGES]
+    subprocess.run(compile_all, check=True, stdout=subprocess.DEVNULL)
+    return "compiled once, as an installed kit has it (python -m compileall, PYTHONPYCACHEPREFIX)"
+
+
 def _progress(number: int) -> Callable[[str], None]:
     return lambda text: print(f"[round {number}] {text}", file=sys.stderr)
 
@@ -941,6 +966,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME[,NAME]",
         help=f"run only these measures (of: {', '.join(MEASURES)}); selftest runs even with --quick",
     )
+    parser.add_argument(
+        "--from-source",
+        action="store_true",
+        help="every measured process compiles the modules it imports (default: compiled once, as installed)",
+    )
     args = parser.parse_args(argv)
     only = {name.strip() for name in (args.only or "").split(",") if name.strip()}
     unknown = sorted(only - set(MEASURES))
@@ -951,6 +981,8 @@ def main(argv: list[str] | None = None) -> int:
     figures = select_figures(build_figures(args.quick and "selftest" not in only, jobs), only)
     work = Path(tempfile.mkdtemp(prefix="relavium-bench-"))
     started = time.perf_counter()
+    bytecode = _bytecode(work, args.from_source)
+    print(f"bytecode: {bytecode}", file=sys.stderr)
     if "stdio_run" in figures:  # the kit's caches (fixture YAML, validators) serve both transports:
         _progress(0)("warm-up run (not counted)")  # filled here, the first timed run is not penalised
         corpus_run("reference")
@@ -976,6 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rounds": 0,
             }
         )
+    print(f"bytecode: {bytecode}")
     print_table(rows)
     report = {
         "machine": {
@@ -983,6 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
         },
+        "bytecode": bytecode,
         "rounds": rounds,
         "quick": args.quick,
         "only": sorted(only) or None,
