@@ -122,9 +122,13 @@ def _string(text: str) -> str:
 
 
 def _quoted(text: str) -> str:
-    if "'" in text:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return "'" + text + "'"
+    # A YAML 1.1 lookalike is single-quoted whatever it holds (the canonical representer asks for that
+    # style; the emitter doubles each apostrophe); any other text with an apostrophe, double-quoted.
+    if "'" not in text:
+        return "'" + text + "'"
+    if YAML11_LOOKALIKE.match(text):
+        return "'" + text.replace("'", "''") + "'"
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _scalar(value: Any) -> str:

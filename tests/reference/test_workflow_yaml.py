@@ -33,6 +33,7 @@ NASTY = [
     "!tag", "|", ">", "%", "@", "`", "'", '"', "---", "...", "<<", "a\nb", "a\n", "\n", "\n\n", " \n ",
     "\t", "a\tb", "\r", "a\r\nb", "\x85", "\u2028", "\u2029", "\ufeff", "\x00", "\x07", "\x7f", "\u00e9",
     "\U0001f600", "\ud7ff", "\ue000", "\uffff", "x" * 300, "word " * 60,
+    "0000-0-0T'", "2024-01-01 it's", "2024-1-1T'a'b: c", "2024-01-01T00:00:00Z o'clock #x",
 ]  # fmt: skip
 STRING = st.sampled_from(NASTY) | st.text() | st.lists(st.sampled_from(NASTY), max_size=3).map("".join)
 SCALAR = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | STRING
