@@ -1,6 +1,7 @@
 """Every performance ratio of the kit and the reference engine, measured side by side in one run.
 
-Run with ``python benchmarks/run.py [--json FILE] [--quick] [--rounds N] [--only NAME[,NAME]]``
+Run with ``python benchmarks/run.py [--json FILE] [--quick] [--rounds N] [--only NAME[,NAME]]
+[--from-source]``
 (``--only`` names measures: durable, turn-cost, export, load, reconstruct, list, stdio, jobs,
 selftest).  Each figure is measured next to its physical floor on the same machine, in alternating
 rounds (round 1 of every measure, then round 2 of every measure, ...); the report gives the median
