@@ -26,15 +26,23 @@ load runs, with exactly its usual errors, and writes the index afresh.
 
 Reading every byte to compute the key costs more than the rest of a listing, so the index also keeps a
 *signature* of the same files: per keyed file its path, device, inode, size, modification and change
-times (``os.stat``), with the same walk, environment lines and non-file entries as the key.  A listing
-whose signature equals the kept one is answered without reading the files.  Any write to a file moves
-its change time (which no program can set back), an editor's save-by-rename gives a new inode, and a
-file added, removed or retargeted changes the walk, so a file that changed since the signature was kept
-cannot match it, with one exception handled as git handles its "racily clean" entries: a change within
-the same tick of the file system's clock as the stat.  A signature is therefore kept only when every
-file it describes last changed at least :data:`_SETTLED_NS` (2 s) before the walk began and a second
-walk after the key was computed sees the same signature; until then (a fresh checkout, a file just
-edited) listings compute the key, and the first one after the files have settled keeps the signature.
+times (``os.stat``), with the same walk, environment lines, roots and non-file entries as the key.  A
+listing whose signature equals the kept one is answered without reading the files.  On the local file
+systems the kit is meant for, the kernel moves a file's change time at every write, rename and
+``os.utime`` and no call sets it back, and a file added, removed or retargeted changes the walk, so a
+file changed since the signature was kept cannot match it (an inode number may be reused by a save by
+rename: the new change time is what tells).  The exception is a change within one tick of the file
+system's clock of the moment it was last seen, the "racily clean" case git also guards against: a
+signature is kept only when every file it describes last changed at least :data:`_SETTLED_NS` (2 s)
+before the walk began, by the clock of the file system itself (the modification time of a file just
+created in the cache folder, which must be on the same device as every keyed file; a local clock ahead
+of a file server's cannot make a fresh file look old), and when a second walk after the key was computed
+sees the same signature.  Until then (a fresh checkout, a file just edited) listings compute the key, and
+the first one after the files have settled keeps the signature.  What the metadata cannot show is not
+seen either, as with git: bytes written through a shared ``mmap`` after its first write fault, a file
+server's attribute cache (NFS, FUSE mounts such as sshfs, whose change time is the modification time),
+or a clock stepped back by hand; Windows keeps no signature (its ``st_ctime`` is the creation time).
+``RELAVIUM_CONFORMANCE_YAML_CACHE=0`` turns the index off for such a checkout.
 
 A load that fails writes nothing, so an error is reported again each time, never remembered.  A
 missing, unreadable, corrupt, foreign or unwritable file just means the full load; the write is atomic
@@ -329,7 +337,9 @@ _SETTLED_NS = 2_000_000_000  # a file changed this recently may change again wit
 
 class _Signature(NamedTuple):
     lines: list[str]  # one per environment line, tree and walked entry ("\0" between fields)
-    settled: bool  # every keyed file last changed _SETTLED_NS or more before the walk began
+    began: int  # time.time_ns() when the walk began
+    newest: int  # the latest modification or change time among the keyed files (their file system's clock)
+    devices: frozenset[int]  # the devices the keyed files live on
 
 
 def _signature() -> _Signature | None:
@@ -339,6 +349,7 @@ def _signature() -> _Signature | None:
 
     began = time.time_ns()
     newest = 0
+    devices: set[int] = set()
     try:
         fixtures = fixtures_dir()
         if not _loader_reads_only(fixtures):
@@ -354,6 +365,7 @@ def _signature() -> _Signature | None:
                 if not stat.S_ISREG(status.st_mode):
                     return None  # (changed kind since the walk: the key's read refuses it too)
                 newest = max(newest, status.st_mtime_ns, status.st_ctime_ns)
+                devices.add(status.st_dev)
                 lines.append(
                     f"file\0{relative}\0{status.st_dev}\0{status.st_ino}\0{status.st_size}"
                     f"\0{status.st_mtime_ns}\0{status.st_ctime_ns}"
@@ -362,7 +374,26 @@ def _signature() -> _Signature | None:
             line.encode("utf-8")  # (a lone surrogate from an undecodable name: no JSON file can keep it)
     except (OSError, RecursionError, UnicodeError, ValueError):
         return None
-    return _Signature(lines, newest < began - _SETTLED_NS)
+    return _Signature(lines, began, newest, frozenset(devices))
+
+
+def _fs_clock(folder: Path, devices: frozenset[int]) -> int | None:
+    """The file system's own time now, read from a file created (and removed) in ``folder``, when every
+    one of ``devices`` is ``folder``'s; ``None`` otherwise (another file system's clock says nothing of
+    those, and a folder that cannot be written to says nothing at all)."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, name = tempfile.mkstemp(dir=folder, prefix=".corpus-clock.", suffix=".tmp")
+        try:
+            status = os.fstat(descriptor)
+        finally:
+            os.close(descriptor)
+            os.unlink(name)
+    except OSError:
+        return None
+    return status.st_mtime_ns if devices <= {status.st_dev} else None
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:
@@ -452,13 +483,21 @@ def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...], signature
                 os.unlink(temporary)
 
 
-def _still(seen: _Signature | None) -> list[str] | None:
-    """``seen``'s lines when they may be kept beside a key computed after ``seen`` was taken: settled, and
-    a second walk now sees the same (so nothing changed while the key was computed)."""
-    if seen is None or not seen.settled:
+def _still(seen: _Signature | None, folder: Path) -> list[str] | None:
+    """``seen``'s lines when they may be kept beside a key computed after ``seen`` was taken: a second walk
+    now sees the same (nothing changed while the key was computed), and every file had last changed
+    :data:`_SETTLED_NS` before the first walk began, by its file system's clock (:func:`_fs_clock`; the
+    local clock only measures how long ago that walk began).  Never on Windows."""
+    if seen is None or sys.platform == "win32":  # (there st_ctime is the creation time: no write moves it)
         return None
     again = _signature()
-    return seen.lines if again is not None and again.lines == seen.lines else None
+    if again is None or again.lines != seen.lines:
+        return None
+    now = _fs_clock(folder, seen.devices)
+    if now is None:
+        return None
+    began = now - (time.time_ns() - seen.began)  # when the first walk began, by the file system's clock
+    return seen.lines if seen.newest < began - _SETTLED_NS else None
 
 
 def _full_load() -> tuple[AnyCase, ...]:
@@ -487,10 +526,12 @@ def corpus_index() -> tuple[CaseEntry, ...]:
     if stored is not None and key is not None and stored["key"] == key:
         kept = _entries(stored)
         if kept is not None:
-            if (lines := _still(seen)) is not None:  # (settled since it was kept, or touched, not changed)
+            if (
+                lines := _still(seen, path.parent)
+            ) is not None:  # (settled since kept, or touched: same bytes)
                 _write_index(path, key, kept, lines)
             return kept
     entries = tuple(entry_of(case) for case in _full_load())
     if key is not None and _current_key() == key:
-        _write_index(path, key, entries, _still(seen))
+        _write_index(path, key, entries, _still(seen, path.parent))
     return entries

@@ -5,13 +5,11 @@ threading modules, with help texts and terminal widths exactly those argparse gi
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shutil
 import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
@@ -41,6 +39,8 @@ def test_the_width_is_the_one_shutil_reports(
     if terminal is None:  # no terminal: a pipe
         read, write = os.pipe()
     else:  # a real pseudo-terminal of that size (rows, columns)
+        fcntl = pytest.importorskip("fcntl")
+        termios = pytest.importorskip("termios")
         write, read = os.openpty()
         fcntl.ioctl(read, termios.TIOCSWINSZ, struct.pack("HHHH", *terminal, 0, 0))
     try:

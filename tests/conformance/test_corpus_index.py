@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -302,6 +304,12 @@ def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _without_signature(path: Path) -> dict[str, object]:
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored.pop("signature")
+    return dict(stored)
+
+
 def _listing(args: list[str], cache_folder: Path) -> tuple[int, str, str]:
     done = subprocess.run(
         [str(CLI), "run", "--list", *args],
@@ -337,10 +345,11 @@ def test_run_list_prints_the_same_bytes_from_the_index_as_from_the_full_load(
     path = cli_cache / "corpus-index.json"
     path.unlink(missing_ok=True)
     full = _listing(args, cli_cache)  # no index: the full load, which writes one
-    kept = path.read_bytes()
+    kept = _without_signature(path)
     from_index = _listing(args, cli_cache)
     assert from_index == full
-    assert path.read_bytes() == kept  # read, not rewritten
+    assert _without_signature(path) == kept  # read, not written afresh (a signature may join it: files
+    # changed within the last 2 s when the first listing walked them keep none until they settle)
     if args == ["--select", "nothing-at-all"]:
         assert full[0] == 4
         assert "no case matches the selection" in full[2]
@@ -565,22 +574,35 @@ def test_a_title_no_utf_8_holds_is_the_usual_usage_error_and_leaves_no_temporary
 # --- the signature: a settled corpus listed without reading its files -----------------------------------
 
 
+def _fs_clock_at(offset_ns: int) -> Callable[[Path, frozenset[int]], int]:
+    """A stand-in file-system clock ``offset_ns`` from the local one, on every device."""
+    return lambda _folder, _devices: time.time_ns() + offset_ns
+
+
 @pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file counts as settled, however recently it changed (the real margin is 2 s)."""
-    monkeypatch.setattr(index, "_SETTLED_NS", -(10**18))
+    """Every file counts as settled, however recently it changed: the file system's clock reads far ahead
+    (the margin itself, 2 s, is real)."""
+    monkeypatch.setattr(index, "_fs_clock", _fs_clock_at(10**18))
 
 
-def _count_keys(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _count_keys(monkeypatch: pytest.MonkeyPatch, after: Callable[[], object] | None = None) -> list[int]:
     calls: list[int] = []
     real = index.corpus_key
 
     def counted(*args: object, **kwargs: object) -> str:
         calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        key = real(*args, **kwargs)  # type: ignore[arg-type]
+        if after is not None and len(calls) == 1:
+            after()
+        return key
 
     monkeypatch.setattr(index, "corpus_key", counted)
     return calls
+
+
+def _kept_signature(cache: Path) -> object:
+    return json.loads((cache / "corpus-index.json").read_text(encoding="utf-8"))["signature"]
 
 
 def test_a_settled_corpus_is_listed_from_its_signature_without_reading_a_file(
@@ -598,18 +620,51 @@ def test_a_settled_corpus_is_listed_from_its_signature_without_reading_a_file(
 def test_files_changed_within_the_margin_keep_no_signature_until_they_settle(
     cache: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index, "_SETTLED_NS", 10**18)  # every file changed within the margin
+    monkeypatch.setattr(index, "_fs_clock", _fs_clock_at(-(10**18)))  # every file changed just now
     keys = _count_keys(monkeypatch)
-    path = cache / "corpus-index.json"
     assert corpus_index() == _expected()
-    assert json.loads(path.read_text(encoding="utf-8"))["signature"] is None
+    assert _kept_signature(cache) is None
+    before = len(keys)
     assert corpus_index() == _expected()
-    assert keys == [1, 1, 1]  # the first listing's key before and after its load; the second's, from the key
-    monkeypatch.setattr(index, "_SETTLED_NS", -(10**18))  # and now all have settled
+    assert len(keys) > before  # answered by the key
+    assert _kept_signature(cache) is None
+    monkeypatch.setattr(index, "_fs_clock", _fs_clock_at(10**18))  # and now all have settled
     assert corpus_index() == _expected()  # answered by the key, and the signature kept beside it
-    assert type(json.loads(path.read_text(encoding="utf-8"))["signature"]) is list
+    assert type(_kept_signature(cache)) is list
+    before = len(keys)
     assert corpus_index() == _expected()
-    assert keys == [1, 1, 1, 1]
+    assert len(keys) == before
+
+
+def test_a_local_clock_ahead_of_the_file_system_cannot_make_a_fresh_file_look_settled(
+    cache: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The margin is measured by the file system's clock (a file made in the cache folder), the local
+    clock only timing the walk: an hour of skew (a file server behind) keeps no signature for a file
+    changed a minute ahead of the file system's now."""
+    case_file = fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml"
+    ahead = time.time_ns() + 60 * 10**9
+    os.utime(case_file, ns=(ahead, ahead))
+
+    class _Ahead:
+        @staticmethod
+        def time_ns() -> int:
+            return time.time_ns() + 3600 * 10**9
+
+    monkeypatch.setattr(index, "time", _Ahead)
+    assert corpus_index() == _expected()
+    assert _kept_signature(cache) is None
+
+
+def test_the_file_system_clock_is_read_from_the_cache_folder(tmp_path: Path) -> None:
+    device = tmp_path.stat().st_dev
+    now = index._fs_clock(tmp_path / "cache", frozenset({device}))
+    assert now is not None
+    assert abs(now - time.time_ns()) < 3600 * 10**9  # (the same machine's clock, give or take)
+    assert list((tmp_path / "cache").iterdir()) == []  # the probe file is gone
+    assert index._fs_clock(tmp_path / "cache", frozenset({device, device + 1})) is None  # another device
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    assert index._fs_clock(tmp_path / "a-file" / "cache", frozenset({device})) is None  # no folder there
 
 
 def _same_size_title(case_file: Path) -> tuple[str, str]:
@@ -619,6 +674,7 @@ def _same_size_title(case_file: Path) -> tuple[str, str]:
     return text, text.replace(title, edited)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="no signature is kept on Windows")
 @pytest.mark.parametrize("how", ["in place", "saved by rename"])
 def test_an_edit_keeping_the_size_and_modification_time_is_still_seen(
     cache: Path, fixtures_copy: Path, settled: None, how: str
@@ -632,12 +688,14 @@ def test_an_edit_keeping_the_size_and_modification_time_is_still_seen(
         (fixtures_copy / "edited.tmp").write_text(edited, encoding="utf-8")
         os.utime(fixtures_copy / "edited.tmp", ns=(before.st_atime_ns, before.st_mtime_ns))
         os.replace(fixtures_copy / "edited.tmp", case_file)
-    else:  # the same inode: only the change time can tell (rewritten until its clock has ticked)
-        for _ in range(1_000_000):
+    else:  # the same inode: only the change time can tell (rewritten until the clock has ticked)
+        for _ in range(100_000):
             case_file.write_text(edited, encoding="utf-8")
             os.utime(case_file, ns=(before.st_atime_ns, before.st_mtime_ns))
             if case_file.stat().st_ctime_ns != before.st_ctime_ns:
                 break
+        if case_file.stat().st_ctime_ns == before.st_ctime_ns:
+            pytest.skip("this file system's change time did not move on a write")
     after = case_file.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     assert (after.st_ino == before.st_ino) == (how == "in place")
@@ -648,16 +706,76 @@ def test_an_edit_keeping_the_size_and_modification_time_is_still_seen(
 def test_a_touched_file_is_answered_by_its_key_and_its_new_signature_kept(
     cache: Path, fixtures_copy: Path, settled: None, monkeypatch: pytest.MonkeyPatch, loads: list[int]
 ) -> None:
-    path = cache / "corpus-index.json"
     assert corpus_index() == _expected()
-    signature = json.loads(path.read_text(encoding="utf-8"))["signature"]
+    signature = _kept_signature(cache)
     os.utime(fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml")  # a new time, the same bytes
     keys = _count_keys(monkeypatch)
     assert corpus_index() == _expected()
-    assert json.loads(path.read_text(encoding="utf-8"))["signature"] not in (None, signature)
+    assert _kept_signature(cache) not in (None, signature)
     assert corpus_index() == _expected()
     assert keys == [1]
     assert loads == [1]
+
+
+def test_a_file_touched_while_the_key_is_computed_keeps_no_signature(
+    cache: Path, fixtures_copy: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second walk: what the first walk saw is kept only if nothing moved while the key was read."""
+    case_file = fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml"
+    _count_keys(monkeypatch, after=lambda: os.utime(case_file, ns=(1, 1)))
+    assert corpus_index() == _expected()
+    assert _kept_signature(cache) is None
+
+
+@pytest.mark.parametrize("field", ["st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"])
+def test_the_signature_follows_each_field_of_a_file_s_status(
+    fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    seen = index._signature()
+    assert seen is not None
+    target = str(fixtures_copy / "transcripts" / f"{TRANSCRIPT}.yaml")
+    real = os.stat
+
+    def one_field_moved(path: object, *args: object, **kwargs: object) -> object:
+        status = real(path, *args, **kwargs)  # type: ignore[call-overload]
+        if os.fspath(path) != target:  # type: ignore[call-overload]
+            return status
+        names = ("st_mode", "st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+        moved = {name: getattr(status, name) for name in names}
+        moved[field] += 1
+        return types.SimpleNamespace(**moved)
+
+    monkeypatch.setattr(os, "stat", one_field_moved)
+    again = index._signature()
+    assert again is not None
+    assert again.lines != seen.lines
+
+
+def test_the_signature_follows_the_roots_and_what_is_not_a_regular_file(
+    tmp_path: Path, fixtures_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = index._signature()
+    assert seen is not None
+    link = tmp_path / "the-same-fixtures"
+    link.symlink_to(fixtures_copy, target_is_directory=True)  # the same files by another path
+    real = _data.data_root
+    monkeypatch.setattr(_data, "data_root", lambda kind: link if kind == "fixtures" else real(kind))
+    through_link = index._signature()
+    assert through_link is not None
+    assert through_link.lines != seen.lines
+    monkeypatch.setattr(_data, "data_root", lambda kind: fixtures_copy if kind == "fixtures" else real(kind))
+    roots = index._code_roots()
+    code_link = tmp_path / "the-same-engine"
+    code_link.symlink_to(roots[1], target_is_directory=True)
+    monkeypatch.setattr(index, "_code_roots", lambda: [roots[0], code_link])
+    engine_through_link = index._signature()
+    assert engine_through_link is not None
+    assert engine_through_link.lines != seen.lines
+    monkeypatch.setattr(index, "_code_roots", lambda: roots)
+    os.mkfifo(fixtures_copy / "transcripts" / "a-fifo.yaml")
+    with_fifo = index._signature()
+    assert with_fifo is not None
+    assert with_fifo.lines != seen.lines
 
 
 def test_the_signature_follows_the_interpreter_and_a_stand_in_loader(
