@@ -75,7 +75,10 @@ def test_every_help_text_is_what_argparse_s_own_formatter_writes(
 
 def test_a_warm_listing_imports_no_hashing_dataclass_tempfile_or_threading_module(tmp_path: Path) -> None:
     env = {**os.environ, "RELAVIUM_CONFORMANCE_YAML_CACHE": str(tmp_path / "cache")}
-    settle = "from relavium_conformance._corpus import index\nindex._SETTLED_NS = -(10**18)\n"
+    # every file settled, by a stand-in file-system clock (the cache folder may be on another device)
+    settle = (
+        "from relavium_conformance._corpus import index\nindex._fs_clock = lambda folder, devices: 10**30\n"
+    )
     listing = (
         "import contextlib, io, sys\n"
         "from relavium_conformance._cli import main\n"
