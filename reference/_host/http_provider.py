@@ -31,8 +31,8 @@ from relavium_reference._rules.overflow import Dialect, is_official_base_url
 from relavium_reference._rules.sse import SseDecoder, SseEvent
 from relavium_reference._rules.wire_errors import error_from_reply, transport_error
 
-if TYPE_CHECKING:  # httpx (with ssl, email, http) is imported by the first stream: a third of a
-    import ssl  # start-up without one (a run against scripted providers, a listing, an export)
+if TYPE_CHECKING:  # httpx (with its http, email and idna) is imported by the first stream: about a tenth
+    import ssl  # of the stdio server's start, which a run against scripted providers never needs
 
     import httpx
 

@@ -9,7 +9,8 @@ choice of scalar style reduces to a few checks, made here with regular expressio
 * plain, when no leading or trailing space, no leading indicator, no ``": "``, ``" #"`` or final ``:``,
   no document marker, and the YAML resolver reads the text back as a string (so ``"1"``, ``"true"``,
   ``"null"``, ``"2024-01-01"`` are quoted); the resolver's own table decides that last point;
-* otherwise single-quoted, or double-quoted when the text holds an apostrophe.
+* otherwise single-quoted, or double-quoted when the text holds an apostrophe, unless it is a YAML 1.1
+  lookalike, which the canonical representer always single-quotes (each apostrophe doubled).
 
 Anything else (floats, multi-line or non-printable strings, empty or very long keys, an empty document)
 makes :func:`fast_dump` return ``None`` and the caller uses the ruamel.yaml emitter, so the output is the
