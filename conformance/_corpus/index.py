@@ -439,12 +439,6 @@ def _entries(stored: dict[str, Any]) -> tuple[CaseEntry, ...] | None:
     return tuple(entry for entry in entries if entry is not None)
 
 
-def _read_index(path: Path, key: str) -> tuple[CaseEntry, ...] | None:
-    """The entries kept under ``key``, or ``None`` (no file, another key, anything malformed)."""
-    stored = _read_stored(path)
-    return None if stored is None or stored["key"] != key else _entries(stored)
-
-
 def _write_index(path: Path, key: str, entries: tuple[CaseEntry, ...], signature: list[str] | None) -> None:
     """Keep the entries under ``key`` (and ``signature``, when given); any failure (read-only folder, full
     disk) keeps nothing."""
