@@ -33,6 +33,7 @@ KIT_ROOMS: tuple[tuple[str, ...], ...] = (
     ("_wire",),
     ("_corpus",),
     ("_report",),
+    ("_judge",),  # the observation, matching, the judge: reads what _run observed
     ("_reference",),
     ("_run",),
     ("_store",),
@@ -195,7 +196,7 @@ def test_top_level_modules_and_sizes_stay_within_the_plan(package: str) -> None:
     top = list(source.glob("*.py"))
     limit = 8 if package == "relavium_conformance" else 5
     assert len(top) <= limit, sorted(p.name for p in top)
-    assert len(rooms) == (8 if package == "relavium_conformance" else 3), sorted(p.name for p in rooms)
+    assert len(rooms) == (9 if package == "relavium_conformance" else 3), sorted(p.name for p in rooms)
     too_long = {
         str(p.relative_to(ROOT)): n
         for p in source.rglob("*.py")

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._corpus.cases import AdmitAnswer, Case, OpStep, UsageAnswer, as_ops
+from relavium_conformance._judge.matching import jsonable
 from relavium_conformance._report.results import Difference, DifferenceForm
-from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.budget_messages import (
     HostAdmitParams,
     HostReleaseAdmissionParams,
@@ -29,7 +29,7 @@ from relavium_conformance._wire.budget_messages import (
 from relavium_conformance._wire.jsonrpc import RpcError
 
 if TYPE_CHECKING:
-    from relavium_conformance._run.execute import Observation
+    from relavium_conformance._judge.observation import Observation
 
 __all__ = ["AccountingWorld"]
 

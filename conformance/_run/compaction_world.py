@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._corpus.cases import as_ops
+from relavium_conformance._judge.matching import jsonable
 from relavium_conformance._report.results import Difference, DifferenceForm
-from relavium_conformance._run.matching import jsonable
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
     HostCompactionStartParams,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         ResolveAnswer,
     )
 
-__all__ = ["CompactionWorld", "compaction_snapshot", "marker_problem", "request_estimate"]
+__all__ = ["CompactionWorld", "request_estimate"]
 
 _MESSAGE_OVERHEAD = 8
 _NON_TEXT_PART = 256
@@ -181,39 +181,3 @@ class CompactionWorld:
             raise RpcError(-32000, "kit: the provider's estimator failed (scripted)")
         tokens = answer.tokens if answer is not None else None
         return {"inputTokens": request_estimate(params.request) if tokens is None else tokens}
-
-
-def compaction_snapshot(observed: Any) -> dict[str, Any]:
-    """The compaction observations a snapshot holds: only those a case made (older snapshots stay as they
-    were): the summary passes with the acknowledgements, the estimates and the resolutions."""
-    out: dict[str, Any] = {}
-    if observed.summary_requests or observed.compaction_starts:
-        out["summary_requests"] = observed.summary_requests
-        out["compaction_starts"] = observed.compaction_starts
-    for name in ("estimate_requests", "resolutions"):
-        if getattr(observed, name):
-            out[name] = getattr(observed, name)
-    return out
-
-
-def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
-    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
-
-    A marker is a ``system`` row with a list of text parts (none, for a trim) and
-    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
-    """
-    if marker.get("role") != "system":
-        return "its role is not system"
-    content = marker.get("content")
-    if not isinstance(content, list) or any(
-        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "its content is not a list of text parts"
-    compaction = marker.get("compaction")
-    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
-    if isinstance(through, bool) or not isinstance(through, int):
-        return "it has no compaction.droppedThroughSequence"
-    if not 0 <= through < row_count:
-        return "compaction.droppedThroughSequence names no earlier row"
-    return None

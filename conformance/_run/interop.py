@@ -31,6 +31,7 @@ from typing import Any
 
 from relavium_conformance._corpus.cases import Case
 from relavium_conformance._corpus.catalogue import load_catalogue
+from relavium_conformance._judge.matching import match
 from relavium_conformance._report.results import (
     CaseResult,
     CaseStatus,
@@ -40,7 +41,6 @@ from relavium_conformance._report.results import (
     one_line,
 )
 from relavium_conformance._run.kept import CaseSession
-from relavium_conformance._run.matching import match
 from relavium_conformance._wire.adapters import Adapter
 
 __all__ = ["INTEROP_CAPABILITIES", "INTEROP_CLAUSES", "interop"]

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from relavium_conformance._corpus.cases import AnyCase, VectorCase
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._errors import AdapterError, KitError
+from relavium_conformance._judge.observation import Observation
 from relavium_conformance._report.results import (
     CaseResult,
     CaseStatus,
@@ -29,7 +30,7 @@ from relavium_conformance._report.results import (
     Summary,
     one_line,
 )
-from relavium_conformance._run.execute import CaseWorld, Observation, execute_case
+from relavium_conformance._run.execute import CaseWorld, execute_case
 from relavium_conformance._run.vectors import execute_vector_case
 from relavium_conformance._version import REFERENCE_NAME
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, WirePoint

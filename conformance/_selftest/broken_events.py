@@ -1,7 +1,7 @@
 """Broken implementations of the event contract: events whose shape the event schema refuses.
 
 Each is the reference engine with one field of one event damaged on the wire.  The generic event check
-(``_run/events.py``) must catch them on every transport, booking the failure on AS-EVT-001 (KD-EVT-2).
+(``_judge/events.py``) must catch them on every transport, booking the failure on AS-EVT-001 (KD-EVT-2).
 """
 
 from __future__ import annotations

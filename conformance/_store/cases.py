@@ -16,7 +16,7 @@ Step kinds (exactly one of ``op``, ``advance``, ``restart``, ``concurrent``, ``c
 
 * ``op`` calls ``store.<op>`` (or ``pure.<op>`` for the helpers) on connection ``via`` (default ``a``;
   another name opens another connection over the same location).  Without ``error`` the call must
-  succeed and its answer match ``expect`` (``_run/matching.py`` rules); with ``error`` it must be
+  succeed and its answer match ``expect`` (``_judge/matching.py`` rules); with ``error`` it must be
   refused with that ``SessionError`` code (a list: any of them; ``any``: any refusal).  ``save`` keeps
   the answer: a later string ``"$name.path.to"`` in ``params``/``expect``/``check`` is replaced by it.
 * ``advance: MS`` moves the kit's clock on every connection (``needs: [clock]``).

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._judge.matching import match
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
-from relavium_conformance._run.matching import match
 from relavium_conformance._store.cases import AnyStoreCase, StoreCase, StoreStep, StoreVectorCase
 from relavium_conformance._store.protocol import METHODS_BY_NAME, StoreDeclaration, declaration_of
 from relavium_conformance._wire.adapters import Adapter

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from ruamel.yaml import YAML
 
-from relavium_conformance._run.matching import match
+from relavium_conformance._judge.matching import match
 from relavium_conformance._store.execute import AdapterFactory, ConnectionPool, StoreWorld
 from relavium_conformance._store.protocol import StoreDeclaration
 from relavium_conformance._wire.protocol import OperationError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from relavium_conformance._data import parse_yaml
-from relavium_conformance._run.export_text import text_property_differences
+from relavium_conformance._judge.export_text import text_property_differences
 from relavium_conformance._selftest.compliant import own_yaml
 
 DOCUMENT = {

@@ -10,8 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._judge.events import (
+    _accepted,
+    _arms,
+    _findings_whole,
+    _tolerated,
+    check_event_shapes,
+)
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
-from relavium_conformance._run.events import _accepted, _arms, _findings_whole, _tolerated, check_event_shapes
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES

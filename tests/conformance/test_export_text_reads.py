@@ -22,9 +22,8 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._corpus.vectors import ExportVector, VectorCase
 from relavium_conformance._data import parse_yaml
-from relavium_conformance._report.results import Difference
-from relavium_conformance._run import export_text, vectors
-from relavium_conformance._run.export_text import (
+from relavium_conformance._judge import export_text
+from relavium_conformance._judge.export_text import (
     _EXPANSION_LIMIT,
     YAML11_LOOKALIKE,
     _read,
@@ -32,6 +31,8 @@ from relavium_conformance._run.export_text import (
     read_yaml_text,
     text_property_differences,
 )
+from relavium_conformance._report.results import Difference
+from relavium_conformance._run import vectors
 from relavium_conformance._selftest.compliant import own_yaml
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relavium_conformance._run.matching import check_envelope, match, normalise
+from relavium_conformance._judge.matching import check_envelope, match, normalise
 
 
 @pytest.mark.parametrize(

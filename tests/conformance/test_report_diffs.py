@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from relavium_conformance._corpus.cases import AnyCase, load_cases
+from relavium_conformance._judge.matching import match
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseResult, CaseStatus, DifferenceForm, RunResult
 from relavium_conformance._report.wording import difference_lines
-from relavium_conformance._run.matching import match
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._selftest.broken import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter

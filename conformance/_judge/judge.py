@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from relavium_conformance._corpus.cases import Case, CaseExpect, snapshot_path
 from relavium_conformance._corpus.catalogue import Catalogue, Clause, load_catalogue
+from relavium_conformance._judge.events import check_event_shapes
+from relavium_conformance._judge.matching import check_envelope, match
 from relavium_conformance._report.results import Difference
-from relavium_conformance._run.events import check_event_shapes
-from relavium_conformance._run.matching import check_envelope, match
 
 if TYPE_CHECKING:
-    from relavium_conformance._run.execute import Observation
+    from relavium_conformance._judge.observation import Observation
 
 __all__ = ["case_kit_choices", "judge", "resting_on"]
 

@@ -1,4 +1,4 @@
-"""The kit's own check of a committed turn: the shipped schema, then one whole exchange.
+"""The kit's own checks of what the host is asked to store: a committed turn and a boundary marker.
 
 The host's commit receives one completed turn (``host.commitTurn``).  The kit, playing the host, accepts it
 only when it has the ``completed-turn`` shape and is one whole exchange: a user row with a text part
@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from relavium_conformance._judge.matching import jsonable
 from relavium_conformance._report.results import Difference
-from relavium_conformance._run.matching import jsonable
-from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.model import shape_problem, shape_validator
-from relavium_conformance._wire.protocol import CLASSIFIED_HOST_FAILURE
 
-__all__ = ["failed_commit", "failed_sink", "refused_turn", "turn_problem", "turn_rows"]
+__all__ = ["marker_problem", "refused_turn", "turn_problem", "turn_rows"]
 
 
 def _types(row: dict[str, Any]) -> list[str]:
@@ -69,22 +67,6 @@ def turn_rows(turn: dict[str, Any]) -> list[dict[str, Any]]:
     return [turn["user"], *turn.get("structural", []), turn["terminal"]]
 
 
-def failed_sink(fail: bool | str) -> RpcError:
-    """The error answer of a scripted failing event sink: opaque for ``fail: true`` or ``raw``, readable
-    and classified (the classified data) for ``classified`` (KD-EVT-8)."""
-    if fail == "classified":
-        return RpcError(-32000, "kit: the host's event sink failed (scripted)", dict(CLASSIFIED_HOST_FAILURE))
-    return RpcError(-32000, "kit: the host's event sink failed (scripted)")
-
-
-def failed_commit(fail: bool | str) -> RpcError:
-    """The error answer of a scripted failed commit: classified (readable, with the classified data) for
-    ``fail: true`` or ``classified``, raw (no data: an opaque failure) for ``raw`` (KD-MSG-6)."""
-    if fail == "raw":
-        return RpcError(-32000, "kit: an opaque host failure (scripted)")
-    return RpcError(-32000, "kit: the commit failed (scripted)", dict(CLASSIFIED_HOST_FAILURE))
-
-
 _FIELD_WORDS = {"additionalProperties": "unknown field", "required": "required field missing"}
 
 
@@ -131,3 +113,26 @@ def refused_turn(index: int, turn: Any, problem: str) -> Difference:
         message=f"host.commitTurn refused ({details}); nothing of the turn was stored",
         actual=jsonable(turn),
     )
+
+
+def marker_problem(marker: dict[str, Any], row_count: int) -> str | None:
+    """Why ``marker`` is not one durable boundary marker after ``row_count`` rows (``None``: it is).
+
+    A marker is a ``system`` row with a list of text parts (none, for a trim) and
+    ``compaction.droppedThroughSequence``: an integer naming an existing earlier row.
+    """
+    if marker.get("role") != "system":
+        return "its role is not system"
+    content = marker.get("content")
+    if not isinstance(content, list) or any(
+        not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "its content is not a list of text parts"
+    compaction = marker.get("compaction")
+    through = compaction.get("droppedThroughSequence") if isinstance(compaction, dict) else None
+    if isinstance(through, bool) or not isinstance(through, int):
+        return "it has no compaction.droppedThroughSequence"
+    if not 0 <= through < row_count:
+        return "compaction.droppedThroughSequence names no earlier row"
+    return None
