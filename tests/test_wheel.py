@@ -81,7 +81,7 @@ def test_wheel_carries_the_json_corpus_the_licence_and_the_example_adapter(wheel
     assert "License-Expression: Apache-2.0" in metadata
     assert "Classifier: Framework :: Pytest" in metadata
     assert "Project-URL: Source, https://" in metadata
-    # declared dependencies are the used ones: httpx serves the engine's HTTP providers (http_provider.py)
+    # declared dependencies are the used ones: httpx serves the engine's HTTP providers (dialect_client.py)
     assert "Requires-Dist: httpx" in metadata
     links = re.findall(r"\]\(([^)]+)\)", metadata)
     assert links

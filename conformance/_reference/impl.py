@@ -72,7 +72,7 @@ from relavium_reference import (
     ToolRegistry,
     TurnPolicy,
 )
-from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
+from relavium_reference._host.dialect_client import HttpEndpoint, HttpProvider
 from relavium_reference._host.store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.errors import ObserverError

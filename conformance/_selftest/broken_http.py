@@ -1,7 +1,7 @@
 """Broken HTTP provider dialects: the reference engine with one wire behaviour of its HTTP client changed.
 
 Each is caught by the ``wire/*`` cases citing its clauses, played by the kit's loopback server
-(:mod:`relavium_conformance._run.wire_server`); see :mod:`relavium_conformance._selftest.proofs`.
+(:mod:`relavium_conformance._run.dialect_server`); see :mod:`relavium_conformance._selftest.proofs`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import BrokenImplementation
-from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
+from relavium_reference._host.dialect_client import HttpEndpoint, HttpProvider
 from relavium_reference._model.llm import LlmError, StopChunk, StreamChunk, Usage
 from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
+from relavium_reference._rules.dialect_gemini import GeminiStream
 from relavium_reference._rules.sse import SseDecoder, SseEvent
-from relavium_reference._rules.wire_gemini import GeminiStream
 
 __all__ = ["HTTP_BREAKS"]
 

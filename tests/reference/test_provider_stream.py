@@ -196,7 +196,7 @@ def test_an_abort_while_a_tool_rounds_stream_is_cleaned_up_keeps_the_rounds_usag
             self.settled: list[int] = []
 
         async def open(self, basis: Any) -> Any:
-            from relavium_reference._model.budget import UsageTotals
+            from relavium_reference._model.usage_writer import UsageTotals
 
             return UsageTotals()
 
@@ -204,7 +204,7 @@ def test_an_abort_while_a_tool_rounds_stream_is_cleaned_up_keeps_the_rounds_usag
             return None
 
         async def resolved(self, record: Any) -> Any:
-            from relavium_reference._model.budget import UsageSettled, UsageTotals
+            from relavium_reference._model.usage_writer import UsageSettled, UsageTotals
 
             self.settled.append(record.attempt)
             return UsageSettled(cost_microcents=40, priced=True, totals=UsageTotals(amount_microcents=40))

@@ -78,7 +78,7 @@ def test_timestamp_check_edges() -> None:
 def test_every_http_client_shares_one_verifying_tls_context() -> None:
     import ssl
 
-    from relavium_reference._host.http_provider import _tls_context
+    from relavium_reference._host.dialect_client import _tls_context
 
     context = _tls_context()
     assert context is _tls_context()  # built once per process, not once per request

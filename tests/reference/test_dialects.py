@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.reference.wirekit import ERRORS, STREAMS, matches, mid_stream_body, seam
 
-from relavium_reference._host.http_provider import (
+from relavium_reference._host.dialect_client import (
     HTTP_DIALECTS,
     HttpEndpoint,
     HttpProvider,
@@ -37,7 +37,7 @@ from relavium_reference._model.llm import (
     ToolDef,
 )
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
-from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
+from relavium_reference._rules import dialect_anthropic, dialect_gemini, dialect_openai
 from relavium_reference._rules.sse import SseDecoder, SseEvent, decode_all
 
 BASE = {
@@ -50,7 +50,7 @@ PATH = {
     "anthropic": "/v1/messages",
     "openai": "/chat/completions",
     "deepseek": "/chat/completions",
-    "gemini": wire_gemini.stream_path("model-a"),
+    "gemini": dialect_gemini.stream_path("model-a"),
 }
 
 
@@ -155,7 +155,7 @@ def _tool_round_request() -> LlmRequest:
 
 
 def test_anthropic_request_body() -> None:
-    body = wire_anthropic.build_request(_tool_round_request())
+    body = dialect_anthropic.build_request(_tool_round_request())
     assert body == {
         "model": "model-a",
         "max_tokens": 512,
@@ -180,7 +180,7 @@ def test_anthropic_request_body() -> None:
 
 
 def test_openai_request_body() -> None:
-    body = wire_openai.build_request(_tool_round_request())
+    body = dialect_openai.build_request(_tool_round_request())
     assert body == {
         "model": "model-a",
         "stream": True,
@@ -232,7 +232,7 @@ def test_each_recorded_stream_over_http_in_small_pieces(fixture: dict[str, Any])
     assert json.loads(sent.content)["model"] == "model-a"
     if dialect == "anthropic":
         assert sent.headers["x-api-key"] == "k"
-        assert sent.headers["anthropic-version"] == wire_anthropic.API_VERSION
+        assert sent.headers["anthropic-version"] == dialect_anthropic.API_VERSION
     else:
         assert sent.headers["authorization"] == "Bearer k"
 

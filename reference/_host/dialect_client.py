@@ -2,7 +2,7 @@
 
 :class:`HttpProvider` is an :class:`~relavium_reference._model.llm.LlmProvider`: one ``stream`` call is one
 POST.  What the body is and how the server-sent events read back as seam chunks is pure and lives in the
-rules room (``wire_anthropic``, ``wire_openai``, ``wire_gemini``, ``sse``); this shell only moves bytes:
+rules room (``dialect_anthropic``, ``dialect_openai``, ``dialect_gemini``, ``sse``); this shell moves bytes:
 
 * a non-200 reply is read whole and classified from its status and JSON error envelope
   (``_rules/overflow.py``, KD-OVF-1), then ends the stream as one ``error`` chunk;
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from relavium_reference._model.llm import LlmError, LlmProvider, LlmRequest, StreamChunk, StreamErrorChunk
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
-from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
+from relavium_reference._rules import dialect_anthropic, dialect_gemini, dialect_openai
+from relavium_reference._rules.dialect_errors import error_from_reply, transport_error
 from relavium_reference._rules.overflow import Dialect, is_official_base_url
 from relavium_reference._rules.sse import SseDecoder, SseEvent
-from relavium_reference._rules.wire_errors import error_from_reply, transport_error
 
 if TYPE_CHECKING:  # httpx (with its http, email and idna) is imported by the first stream: about a tenth
     import ssl  # of the stdio server's start, which a run against scripted providers never needs
@@ -101,23 +101,23 @@ class _Reader(Protocol):
 def reader_for(dialect: Dialect) -> _Reader:
     """A fresh stream reader of ``dialect`` (pure, from the rules room)."""
     if dialect == "anthropic":
-        return wire_anthropic.AnthropicStream()
+        return dialect_anthropic.AnthropicStream()
     if dialect == "gemini":
-        return wire_gemini.GeminiStream()
-    return wire_openai.OpenAiStream(dialect)
+        return dialect_gemini.GeminiStream()
+    return dialect_openai.OpenAiStream(dialect)
 
 
 def _prepare(endpoint: HttpEndpoint, request: LlmRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
     key = endpoint.api_key
     if endpoint.dialect == "anthropic":
-        url = endpoint.url + wire_anthropic.MESSAGES_PATH
-        return url, wire_anthropic.request_headers(key), wire_anthropic.build_request(request)
+        url = endpoint.url + dialect_anthropic.MESSAGES_PATH
+        return url, dialect_anthropic.request_headers(key), dialect_anthropic.build_request(request)
     if endpoint.dialect in ("openai", "deepseek"):
-        url = endpoint.url + wire_openai.CHAT_PATH
-        return url, wire_openai.request_headers(key), wire_openai.build_request(request)
+        url = endpoint.url + dialect_openai.CHAT_PATH
+        return url, dialect_openai.request_headers(key), dialect_openai.build_request(request)
     if endpoint.dialect == "gemini":
-        url = endpoint.url + wire_gemini.stream_path(request.model)
-        return url, wire_gemini.request_headers(key), wire_gemini.build_request(request)
+        url = endpoint.url + dialect_gemini.stream_path(request.model)
+        return url, dialect_gemini.request_headers(key), dialect_gemini.build_request(request)
     raise LookupError(f"no HTTP dialect for {endpoint.dialect!r}")
 
 

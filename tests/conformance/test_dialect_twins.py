@@ -9,7 +9,7 @@ import pytest
 from relavium_conformance._corpus.cases import Case, ProviderErrorStep, load_transcripts
 from relavium_conformance._corpus.twins import TWIN_SUFFIX, wire_twin
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._run.wire_render import render
+from relavium_conformance._run.dialect_render import render
 from relavium_conformance._wire.model import kit_parse
 
 TWINS = [case for case in load_transcripts() if case.id.endswith(TWIN_SUFFIX)]

@@ -22,7 +22,7 @@ import pytest
 import respx
 from tests.reference.wirekit import ERRORS, STREAMS, mid_stream_body
 
-from relavium_reference._host.http_provider import reader_for
+from relavium_reference._host.dialect_client import reader_for
 from relavium_reference._model.llm import (
     ReasoningEnd,
     StopChunk,
@@ -32,7 +32,7 @@ from relavium_reference._model.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
-from relavium_reference._rules import wire_anthropic, wire_gemini, wire_openai
+from relavium_reference._rules import dialect_anthropic, dialect_gemini, dialect_openai
 from relavium_reference._rules.sse import decode_all
 
 BASE = "http://127.0.0.1:4010"
@@ -105,10 +105,10 @@ def _check_anthropic(fixture: dict[str, Any], sdk: Any) -> None:
         )
         assert (total_in, usage.output_tokens) == (last.usage.input_tokens, last.usage.output_tokens)
         assert final.stop_reason in {
-            k for k, v in wire_anthropic._STOP_REASONS.items() if v is last.stop_reason
+            k for k, v in dialect_anthropic._STOP_REASONS.items() if v is last.stop_reason
         }
-    elif last.error.code == wire_anthropic.NATIVE_CONTEXT_STOP:
-        assert final.stop_reason == wire_anthropic.NATIVE_CONTEXT_STOP
+    elif last.error.code == dialect_anthropic.NATIVE_CONTEXT_STOP:
+        assert final.stop_reason == dialect_anthropic.NATIVE_CONTEXT_STOP
     else:  # the stream ended without message_stop: the SDK raises nothing and has no stop reason
         assert final.stop_reason is None
 
@@ -153,7 +153,7 @@ def _check_openai(fixture: dict[str, Any], sdk: Any) -> None:
             last.usage.input_tokens,
             last.usage.output_tokens,
         )
-        assert wire_openai._FINISH_REASONS[finish] is last.stop_reason
+        assert dialect_openai._FINISH_REASONS[finish] is last.stop_reason
     else:  # no [DONE]: the SDK's iteration just ends
         assert last.error.kind.value == "transport"
 
@@ -212,7 +212,7 @@ def _check_gemini(fixture: dict[str, Any], sdk: Any) -> None:
         name = finish.value if hasattr(finish, "value") else str(finish)
         if isinstance(last, StopChunk):
             assert (total_in, total_out) == (last.usage.input_tokens, last.usage.output_tokens)
-            assert name in wire_gemini._FINISH_REASONS
+            assert name in dialect_gemini._FINISH_REASONS
         else:
             assert last.error.code == name
 

@@ -10,7 +10,7 @@ Every request is recorded as the observed provider request: ``{provider, model, 
 headers, body}}`` (the path below the provider's prefix with its query, a fixed set of headers, the JSON
 body; ``model`` from the body, or from the path for Gemini, whose URL names it).  Each one
 takes the next invocation of the case's provider script, in order, shared with ``provider.open``; the reply
-is rendered by :mod:`relavium_conformance._run.wire_render` and written as HTTP/1.1: an error with its
+is rendered by :mod:`relavium_conformance._run.dialect_render` and written as HTTP/1.1: an error with its
 status and ``Content-Length``, or a ``text/event-stream`` 200 in chunked transfer encoding, every SSE frame
 split across two chunks (so a reader that assumes one frame per read fails), ended by the zero chunk unless
 the script drops the connection.  A request for no scripted invocation, to an unknown path or without a
@@ -27,9 +27,9 @@ from typing import Any
 
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference, DifferenceForm
-from relavium_conformance._run.wire_render import DIALECT_PATHS, Reply, endpoint_model, render
+from relavium_conformance._run.dialect_render import DIALECT_PATHS, Reply, endpoint_model, render
 
-__all__ = ["RECORDED_HEADERS", "WireServer", "start_wire", "stop_wire"]
+__all__ = ["RECORDED_HEADERS", "DialectServer", "start_dialect_server", "stop_dialect_server"]
 
 RECORDED_HEADERS = (
     "content-type",
@@ -62,7 +62,7 @@ class _Recorder:
     violations: list[Difference]
 
 
-class WireServer:
+class DialectServer:
     """One case's server; :meth:`start` binds it, :meth:`close` stops it and its open connections."""
 
     def __init__(
@@ -84,7 +84,7 @@ class WireServer:
     @classmethod
     async def start(
         cls, providers: dict[str, str], observed: _Recorder, take: Callable[[], Sequence[Any] | None]
-    ) -> WireServer:
+    ) -> DialectServer:
         server = cls(providers, observed, take)
         server._server = await asyncio.start_server(server._accept, "127.0.0.1", 0)
         server._port = server._server.sockets[0].getsockname()[1]
@@ -213,7 +213,7 @@ async def _write(writer: asyncio.StreamWriter, reply: Reply) -> None:
     await writer.drain()
 
 
-async def start_wire(case: Any, world: Any) -> WireServer | None:
+async def start_dialect_server(case: Any, world: Any) -> DialectServer | None:
     """Start the server of a ``wire`` case and hand its endpoints to ``session.create``; ``None`` otherwise.
 
     The server takes invocations from the world's own script iterator, the one ``provider.open`` takes
@@ -222,11 +222,11 @@ async def start_wire(case: Any, world: Any) -> WireServer | None:
     if providers is None:
         return None
     calls = world._provider_calls  # the CaseWorld's script of invocations (one iterator, two doors)
-    server = await WireServer.start(providers, world.observed, lambda: next(calls, None))
+    server = await DialectServer.start(providers, world.observed, lambda: next(calls, None))
     world.create_params["deps"]["providerEndpoints"] = server.endpoints()
     return server
 
 
-async def stop_wire(server: WireServer | None) -> None:
+async def stop_dialect_server(server: DialectServer | None) -> None:
     if server is not None:
         await server.close()

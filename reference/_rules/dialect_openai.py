@@ -35,9 +35,9 @@ from relavium_reference._model.llm import (
     Usage,
 )
 from relavium_reference._model.vocabulary import StopReason
+from relavium_reference._rules.dialect_errors import error_from_reply, transport_error
 from relavium_reference._rules.overflow import Dialect
 from relavium_reference._rules.sse import SseEvent
-from relavium_reference._rules.wire_errors import error_from_reply, transport_error
 
 __all__ = ["CHAT_PATH", "DONE", "OpenAiStream", "build_request", "request_headers"]
 

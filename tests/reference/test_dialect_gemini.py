@@ -1,7 +1,7 @@
 """The Gemini dialect's own rules: the request body, the URL, and the stream facts the fixtures do not show.
 
 The recorded streams and error envelopes of ``fixtures/wire/`` run through every dialect in
-``test_wire_dialects.py`` (pure readers and the httpx shell under respx); this module checks what is
+``test_dialects.py`` (pure readers and the httpx shell under respx); this module checks what is
 particular to Gemini: the model in the path, results paired with their calls by name, usage as a running
 total, a tool call ending on ``STOP``, a blocked prompt, an unknown finish reason.
 """
@@ -18,7 +18,7 @@ import pytest
 import respx
 from tests.reference.wirekit import seam
 
-from relavium_reference._host.http_provider import HttpEndpoint, HttpProvider
+from relavium_reference._host.dialect_client import HttpEndpoint, HttpProvider
 from relavium_reference._model.llm import (
     LlmMessage,
     LlmReasoningPart,
@@ -32,16 +32,16 @@ from relavium_reference._model.llm import (
     ToolDef,
 )
 from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId, StopReason
-from relavium_reference._rules import wire_gemini
+from relavium_reference._rules import dialect_gemini
+from relavium_reference._rules.dialect_errors import error_from_reply
 from relavium_reference._rules.overflow import classify_provider_error
 from relavium_reference._rules.sse import decode_all
-from relavium_reference._rules.wire_errors import error_from_reply
 
 BASE = "http://127.0.0.1:4013"
 
 
 def _read(body: str) -> list[StreamChunk]:
-    reader = wire_gemini.GeminiStream()
+    reader = dialect_gemini.GeminiStream()
     chunks: list[StreamChunk] = []
     for event in decode_all(body.encode()):
         chunks.extend(reader.event(event))
@@ -87,10 +87,10 @@ def test_the_request_names_the_model_in_the_path_and_pairs_results_with_their_ca
         ],
     )
     assert (
-        wire_gemini.stream_path(request.model)
+        dialect_gemini.stream_path(request.model)
         == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
-    assert wire_gemini.build_request(request) == {
+    assert dialect_gemini.build_request(request) == {
         "systemInstruction": {"parts": [{"text": "You help."}]},
         "tools": [
             {
@@ -279,7 +279,7 @@ def test_a_thought_signature_comes_back_on_the_part_it_came_on() -> None:
     request = LlmRequest(
         model="g", messages=[LlmMessage(role="user", content=[LlmTextPart(text="go")]), assistant]
     )
-    [_, model] = wire_gemini.build_request(request)["contents"]
+    [_, model] = dialect_gemini.build_request(request)["contents"]
     assert model["parts"] == [
         {"text": "Weighing", "thought": True, "thoughtSignature": "sig-thought"},
         {"text": "Checking."},
@@ -298,7 +298,7 @@ def test_a_signature_on_a_final_empty_text_goes_back_on_the_reply_s_text() -> No
         role="assistant",
         content=[LlmReasoningPart(text="", signature="sig-end"), LlmTextPart(text="Answer.")],
     )
-    body_out = wire_gemini.build_request(LlmRequest(model="g", messages=[assistant]))
+    body_out = dialect_gemini.build_request(LlmRequest(model="g", messages=[assistant]))
     assert body_out["contents"] == [
         {"role": "model", "parts": [{"text": "Answer.", "thoughtSignature": "sig-end"}]}
     ]

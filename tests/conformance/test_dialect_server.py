@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 from relavium_conformance._corpus.cases import Case, WireStep
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference
-from relavium_conformance._run.wire_render import ERROR_PAYLOADS, render
-from relavium_conformance._run.wire_server import WireServer
+from relavium_conformance._run.dialect_render import ERROR_PAYLOADS, render
+from relavium_conformance._run.dialect_server import DialectServer
 from relavium_conformance._wire.model import kit_parse
-from relavium_reference._host.http_provider import reader_for
+from relavium_reference._host.dialect_client import reader_for
 from relavium_reference._model.llm import StreamChunk
 from relavium_reference._model.vocabulary import LlmErrorKind
+from relavium_reference._rules.dialect_errors import error_from_reply
 from relavium_reference._rules.sse import decode_all
-from relavium_reference._rules.wire_errors import error_from_reply
 
 TOOL_ROUND: list[dict[str, Any]] = [
     {"type": "text_delta", "text": "Let me look."},
@@ -99,7 +99,9 @@ async def _exchange(
     """One raw HTTP/1.1 exchange with the server, read to the end of the connection."""
     observed = _Observed()
     queue = [steps]
-    server = await WireServer.start({dialect: "official"}, observed, lambda: queue.pop(0) if queue else None)
+    server = await DialectServer.start(
+        {dialect: "official"}, observed, lambda: queue.pop(0) if queue else None
+    )
     try:
         base = server.endpoints()[0]["baseUrl"]
         host, port = base.removeprefix("http://").split("/", 1)[0].split(":")
@@ -183,7 +185,7 @@ def test_unknown_paths_and_unscripted_requests_are_violations() -> None:
 
     async def twice() -> _Observed:
         observed = _Observed()
-        server = await WireServer.start({"openai": "custom"}, observed, lambda: None)
+        server = await DialectServer.start({"openai": "custom"}, observed, lambda: None)
         try:
             [endpoint] = server.endpoints()
             assert endpoint["official"] is False
@@ -221,7 +223,7 @@ def test_the_anthropic_sdk_reads_the_rendered_stream(script: list[dict[str, Any]
     async def run() -> Any:
         observed = _Observed()
         queue = [script]
-        server = await WireServer.start({"anthropic": "official"}, observed, lambda: queue.pop(0))
+        server = await DialectServer.start({"anthropic": "official"}, observed, lambda: queue.pop(0))
         try:
             base = server.endpoints()[0]["baseUrl"]
             client = anthropic.AsyncAnthropic(api_key="k", base_url=base, max_retries=0)
@@ -246,7 +248,7 @@ def test_the_openai_sdk_reads_the_rendered_stream() -> None:
     async def run() -> list[Any]:
         observed = _Observed()
         queue = [TOOL_ROUND]
-        server = await WireServer.start({"openai": "official"}, observed, lambda: queue.pop(0))
+        server = await DialectServer.start({"openai": "official"}, observed, lambda: queue.pop(0))
         try:
             client = openai.AsyncOpenAI(api_key="k", base_url=server.endpoints()[0]["baseUrl"], max_retries=0)
             stream = await client.chat.completions.create(
@@ -441,7 +443,7 @@ def test_the_gemini_sdk_reads_the_rendered_stream() -> None:
     async def run() -> tuple[list[Any], _Observed]:
         observed = _Observed()
         queue = [TOOL_ROUND]
-        server = await WireServer.start({"gemini": "official"}, observed, lambda: queue.pop(0))
+        server = await DialectServer.start({"gemini": "official"}, observed, lambda: queue.pop(0))
         try:
             options = genai.types.HttpOptions(base_url=server.endpoints()[0]["baseUrl"])
             client = genai.Client(api_key="k", http_options=options)
