@@ -32,17 +32,19 @@ from relavium_conformance._corpus.cases import (
 )
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._errors import AdapterError, KitShapeError
+from relavium_conformance._judge.judge import judge, resting_on
+from relavium_conformance._judge.matching import jsonable, match
+from relavium_conformance._judge.observation import Observation
+from relavium_conformance._judge.turns import marker_problem, refused_turn, turn_problem, turn_rows
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, DifferenceForm, one_line
 from relavium_conformance._run.accounting import AccountingWorld
-from relavium_conformance._run.case_setup import DEFAULT_AGENT, create_params, resolve_saved, substitute
-from relavium_conformance._run.compaction_world import CompactionWorld, compaction_snapshot, marker_problem
+from relavium_conformance._run.case_setup import create_params, resolve_saved, substitute
+from relavium_conformance._run.compaction_world import CompactionWorld
 from relavium_conformance._run.dialect_server import DialectServer, start_dialect_server, stop_dialect_server
-from relavium_conformance._run.judge import case_kit_choices, judge, resting_on
+from relavium_conformance._run.failures import failed_commit, failed_sink
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
-from relavium_conformance._run.matching import jsonable, match, normalise
 from relavium_conformance._run.signals import SignalWorld
-from relavium_conformance._run.turns import failed_commit, failed_sink, refused_turn, turn_problem, turn_rows
-from relavium_conformance._wire.adapters import Adapter, WirePoint
+from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
     HelloResult,
@@ -61,7 +63,7 @@ from relavium_conformance._wire.messages import (
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
-__all__ = ["DEFAULT_AGENT", "CaseWorld", "Observation", "case_kit_choices", "execute_case"]
+__all__ = ["CaseWorld", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
 MAIN_SESSION = "main"
@@ -69,62 +71,6 @@ _SESSION: contextvars.ContextVar[str] = contextvars.ContextVar("relavium_case_se
 _KEYS = itertools.count()
 
 HISTORY_SESSION_ID = "session-from-history"
-
-
-@dataclass
-class Observation:
-    """Everything the kit saw during one case, in order."""
-
-    session_id: str | None = None
-    results: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    provider_requests: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    confirms: list[dict[str, Any]] = field(default_factory=list)
-    sleeps: list[float] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    commits: list[dict[str, Any]] = field(default_factory=list)
-    costs: list[dict[str, Any]] = field(default_factory=list)
-    admissions: list[dict[str, Any]] = field(default_factory=list)  # host.admit, with its decision
-    usage: list[dict[str, Any]] = field(default_factory=list)  # host.usage calls, in order
-    record: dict[str, Any] | None = None
-    exports: list[dict[str, Any]] = field(default_factory=list)
-    summary_requests: list[dict[str, Any]] = field(default_factory=list)
-    compaction_starts: list[dict[str, Any]] = field(default_factory=list)
-    estimate_requests: list[dict[str, Any]] = field(default_factory=list)  # provider.estimate calls
-    resolutions: list[dict[str, Any]] = field(default_factory=list)  # host.resolveProvider calls
-    instance_starts: list[int] = field(default_factory=lambda: [0])  # event index of each instance
-    violations: list[Difference] = field(default_factory=list)  # what the kit refused: root causes
-    differences: list[Difference] = field(default_factory=list)
-    #: Where the implementation broke, when the wire ties it to a request (see ``Adapter.breakage``).
-    broken_at: WirePoint | None = None
-    #: The case's other sessions (steps naming ``session``), each observed on its own, by name.
-    others: dict[str, Observation] = field(default_factory=dict)
-
-    def snapshot(self, workdir: str | None) -> dict[str, Any]:
-        raw = self._raw()
-        ids = [self.session_id or "", *(other.session_id or "" for other in self.others.values())]
-        if self.others:  # older snapshots stay as they were
-            raw["sessions"] = {name: other._raw() for name, other in self.others.items()}
-        value: dict[str, Any] = normalise(raw, session_ids=ids, workdir=workdir)
-        return value
-
-    def _raw(self) -> dict[str, Any]:
-        raw = {
-            "results": self.results,
-            "events": self.events,
-            "provider_requests": self.provider_requests,
-            "tool_calls": self.tool_calls,
-            "confirms": self.confirms,
-            "sleeps": self.sleeps,
-            "rows": self.rows,
-            "commits": self.commits,
-            "costs": self.costs,
-            "exports": self.exports,
-            **{k: v for k, v in (("admissions", self.admissions), ("usage", self.usage)) if v},
-        }
-        raw.update(compaction_snapshot(self))  # only what a compaction case observed: older ones stay
-        return raw
 
 
 @dataclass
