@@ -17,6 +17,7 @@ import importlib.util
 import json
 import re
 import shutil
+import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -29,12 +30,23 @@ OUR_PACKAGES = ("relavium_conformance", "relavium_reference")
 
 
 def _data_module() -> ModuleType:
-    """The kit's ``_data.py`` on its own (it needs only the standard library and ruamel.yaml)."""
-    spec = importlib.util.spec_from_file_location("_relavium_build_data", ROOT / "conformance" / "_data.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The kit's ``_data.py``, imported from the source folders.
+
+    It needs the standard library, ruamel.yaml and the kit's exception root, which derives from the
+    engine's; both packages' ``__init__`` import their names on first use, so nothing else is imported.
+    """
+    for name, folder in (("relavium_reference", "reference"), ("relavium_conformance", "conformance")):
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / folder / "__init__.py", submodule_search_locations=[str(ROOT / folder)]
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module("relavium_conformance._data")
 
 
 class BuildPyWithCorpus(build_py):

@@ -12,6 +12,8 @@ import functools
 from pathlib import Path
 from typing import Any, Literal
 
+from relavium_conformance._errors import KitError
+
 __all__ = [
     "CORPUS_JSON",
     "DataMissingError",
@@ -29,8 +31,11 @@ __all__ = [
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-class DataMissingError(FileNotFoundError):
-    """Neither the installed package data nor a checkout folder could be found."""
+class DataMissingError(KitError, FileNotFoundError):
+    """Neither the installed package data nor a checkout folder could be found.
+
+    A :class:`KitError` like every error of the kit, and still a ``FileNotFoundError`` for callers that
+    catch that."""
 
 
 @functools.cache  # asked once per file read; where the data lives does not change while the kit runs

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._errors import AdapterError, KitError, KitUsageError
 from relavium_conformance._judge.matching import match
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._store.cases import AnyStoreCase, StoreCase, StoreStep, StoreVectorCase
@@ -47,7 +47,7 @@ AdapterFactory = Callable[[], Adapter]
 """Makes a new, unopened connection of the implementation under test."""
 
 
-class CaseFailure(Exception):
+class CaseFailure(KitError):
     """An expected observation was not met (the case fails, it does not error)."""
 
     def __init__(self, differences: Sequence[Difference]) -> None:

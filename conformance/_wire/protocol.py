@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
+from relavium_conformance._errors import KitError
 from relavium_conformance._wire import budget_messages as bm
 from relavium_conformance._wire import messages as m
 from relavium_conformance._wire import store_messages as sm
@@ -364,7 +365,7 @@ CASE_OPERATIONS: dict[str, Method] = {row.case_op: row for row in METHODS if row
 """Case-format operation name -> the method it issues."""
 
 
-class OperationError(Exception):
+class OperationError(KitError):
     """An operation answered with an error: the session refused it, or the input was invalid."""
 
     def __init__(self, kind: str, code: str | None, message: str) -> None:
