@@ -29,6 +29,7 @@ __all__ = [
     "check_output_path",
     "check_readable_file",
     "error_line",
+    "output_problems",
     "positive_count",
     "positive_seconds",
     "run_guarded",
@@ -157,16 +158,24 @@ def positive_count(text: str) -> int:
 
 
 def check_output_path(path: Path, option: str) -> str | None:
-    """Why ``path`` cannot receive an output file (its folder missing or unwritable, a folder in its
-    place), or ``None``.  The check creates and removes a temporary file beside it, where the atomic
-    write will put its own."""
+    """Why ``path`` cannot receive an output file (a folder or another non-file in its place, a file where
+    a folder of its path should be, a folder it cannot write in), or ``None``.  Missing folders are not a
+    problem: the writer creates them (``--json out/results.json`` works in a fresh checkout); the check
+    creates nothing, it asks the nearest existing folder of the path whether it may be written in."""
     if path.is_dir():
         return f"{option} {path}: is a folder, not a file"
     if path.exists() and not path.is_file():
         return f"{option} {path}: is not a regular file"
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        return f"{option} {path}: the folder {parent} does not exist"
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{option} {path}: {existing} is a file, not a folder"
+    if existing != parent:  # the folders below ``existing`` will be made: it must take a new entry
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"{option} {path}: cannot create the folder {parent} (no write permission in {existing})"
+        return None
     import tempfile  # (only an output option needs it)
 
     try:
@@ -180,6 +189,22 @@ def check_output_path(path: Path, option: str) -> str | None:
     return None
 
 
+def output_problems(outputs: Iterable[tuple[Path | None, str]]) -> list[str]:
+    """Every reason the given ``(path, option)`` outputs cannot be written as asked: each path's own
+    (:func:`check_output_path`), and two options naming one file (the second write would replace the
+    first report)."""
+    given = [(path, option) for path, option in outputs if path is not None]
+    problems = [problem for path, option in given if (problem := check_output_path(path, option))]
+    seen: dict[Path, str] = {}
+    for path, option in given:
+        where = path.resolve()
+        if where in seen:
+            problems.append(f"{seen[where]} and {option} name the same file {path}: give each its own")
+        else:
+            seen[where] = option
+    return problems
+
+
 def add_report_options(parser: argparse.ArgumentParser) -> None:
     """``--json``, ``--junit`` and ``--markdown``: the report files a run-like command writes."""
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results here")
@@ -189,11 +214,9 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def run_guarded(command: str, args: argparse.Namespace, body: Callable[[argparse.Namespace], int]) -> int:
     """Check the report paths before any work, then run ``body``; a usage error is one line, exit 2."""
-    problems = [
-        problem
-        for path, option in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
-        if path is not None and (problem := check_output_path(path, option)) is not None
-    ]
+    problems = output_problems(
+        ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown"))
+    )
     if problems:
         error_line(command, "; ".join(problems))
         return int(ExitCode.USAGE)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from relavium_conformance._cli._common import (
-    PROG,
-    check_output_path,
     check_readable_file,
     error_line,
+    output_problems,
     positive_count,
     positive_seconds,
     suggest,
@@ -158,16 +156,15 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _usage_problems(args: argparse.Namespace) -> list[str]:
     """Every misuse that can be found before the run starts (so none is found after it)."""
-    problems = [
-        problem
-        for path, option in (
+    problems = output_problems(
+        (
             (args.json, "--json"),
             (args.junit, "--junit"),
             (args.markdown, "--markdown"),
             (args.write_baseline, "--write-baseline"),
+            (args.trace, "--trace"),
         )
-        if path is not None and (problem := check_output_path(path, option)) is not None
-    ]
+    )
     if args.baseline is not None and (problem := check_readable_file(args.baseline, "--baseline")):
         problems.append(problem)
     if args.jobs > 1:
@@ -189,17 +186,15 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
 
 
 def _select(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tuple[S, ...]:
-    """The selected cases; each pattern that matched nothing is named on stderr."""
-    cases = select_cases(all_cases, args.select)
+    """The selected cases; a ``--select`` pattern that matches no case is a usage error (a mistyped
+    pattern beside a good one would otherwise quietly test less), naming the closest case or area."""
     unmatched = [pattern for pattern in args.select if not select_cases(all_cases, [pattern])]
     if unmatched:
         ids = [case.id for case in all_cases] + sorted({case.area for case in all_cases})
-        for pattern in unmatched:
-            print(
-                f"{PROG} run: warning: --select {pattern!r} matches no case{suggest(pattern, ids)}",
-                file=sys.stderr,
-            )
-    return cases
+        raise KitUsageError(
+            "; ".join(f"--select {pattern!r} matches no case{suggest(pattern, ids)}" for pattern in unmatched)
+        )
+    return select_cases(all_cases, args.select)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -207,6 +202,12 @@ def _run(args: argparse.Namespace) -> int:
     if problems:
         error_line("run", "; ".join(problems))
         return int(ExitCode.USAGE)
+    args.loaded_baseline = None
+    if args.baseline is not None and not args.list:  # read and fitted now, not after the whole run
+        from relavium_conformance._report.baseline import check_baseline_fits, load_baseline
+
+        args.loaded_baseline = load_baseline(args.baseline)
+        check_baseline_fits(args.loaded_baseline, profile=args.profile, source=str(args.baseline))
     if args.profile == "session-store":
         from relavium_conformance._cli.store_profile import run_store_profile
 

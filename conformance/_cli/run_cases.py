@@ -12,14 +12,20 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from relavium_conformance._cli._common import PROG
 from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.baseline import capability_gate, compare, load_baseline, write_baseline
+from relavium_conformance._report.baseline import (
+    Baseline,
+    capability_gate,
+    check_baseline_implementation,
+    compare,
+    write_baseline,
+)
 from relavium_conformance._report.provenance import run_context
 from relavium_conformance._report.results import CaseResult, exit_code
 from relavium_conformance._report.writers import (
@@ -31,10 +37,28 @@ from relavium_conformance._report.writers import (
 )
 from relavium_conformance._run.parallel import run_cases_parallel
 from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync
-from relavium_conformance._wire.adapters import StdioAdapter
+from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 
-__all__ = ["execute"]
+__all__ = ["execute", "refusing_other_implementations"]
+
+A = TypeVar("A", bound=Adapter)
+
+
+def refusing_other_implementations(adapter: A, baseline: Baseline | None, source: str) -> A:
+    """``adapter``, whose handshake refuses (:class:`KitUsageError`, before any case) an implementation
+    other than the one ``baseline`` was written for: the name is known only once it has answered."""
+    if baseline is None or baseline.implementation is None:
+        return adapter
+    opened = adapter.open
+
+    async def open_checked(callback: Any) -> Any:
+        hello = await opened(callback)
+        check_baseline_implementation(baseline, hello.implementation.name, source=source)
+        return hello
+
+    adapter.open = open_checked  # type: ignore[method-assign]  # (the instance's: its class is kept)
+    return adapter
 
 
 def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tuple[AnyCase, ...]) -> int:
@@ -45,7 +69,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
             f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
             f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
         )
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    baseline = args.loaded_baseline
     validator = None
     if args.validate_protocol:  # (the protocol's schemas: only this option needs them)
         from relavium_conformance._wire.validation import ProtocolValidator
@@ -54,8 +78,10 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
     with contextlib.ExitStack() as stack:
         trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
         # the tracer sees each stdio message first; the validator (which may refuse it) after it
-        adapter = resolve_adapter(
-            args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout
+        adapter = refusing_other_implementations(
+            resolve_adapter(args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout),
+            baseline,
+            str(args.baseline),
         )
         if trace is not None and not isinstance(adapter, StdioAdapter):
             adapter = TracingAdapter(adapter, trace)
@@ -114,7 +140,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
     if args.github_summary:
         write_github_summary(run, full_results=str(args.json) if args.json else None)
     if args.write_baseline and not run.interrupted:
-        write_baseline(run, args.write_baseline, previous=baseline)
+        write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)
     reporter.summary(run)
     if gate is not None and gate.missing:
         print(
@@ -132,6 +158,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
 @contextlib.contextmanager
 def _open_trace(path: Path) -> Iterator[TextIO]:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         stream = path.open("w", encoding="utf-8")
     except OSError as exc:
         raise KitUsageError(f"{path}: cannot write the trace file ({exc.strerror})") from None
@@ -150,7 +177,9 @@ def _parallel(
         on_case_end(result)
 
     outcome: RunOutcome = run_cases_parallel(
-        lambda: resolve_adapter(args.adapter, timeout=args.timeout),
+        lambda: refusing_other_implementations(
+            resolve_adapter(args.adapter, timeout=args.timeout), args.loaded_baseline, str(args.baseline)
+        ),
         cases,
         args.jobs,
         timeout=args.timeout,

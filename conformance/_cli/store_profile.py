@@ -10,9 +10,10 @@ import argparse
 import asyncio
 import sys
 
+from relavium_conformance._cli.run_cases import refusing_other_implementations
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import select_cases
-from relavium_conformance._report.baseline import compare, load_baseline, write_baseline
+from relavium_conformance._corpus.index import select_cases
+from relavium_conformance._report.baseline import compare, write_baseline
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
 from relavium_conformance._store.cases import load_store_cases
@@ -33,11 +34,12 @@ def run_store_profile(args: argparse.Namespace) -> int:
     if not cases:
         print("relavium-conformance: no case matches the selection", file=sys.stderr)
         return int(ExitCode.NO_CASES)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    baseline = args.loaded_baseline
     validator = ProtocolValidator() if args.validate_protocol else None
 
     def factory() -> Adapter:
-        return resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
+        adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
+        return refusing_other_implementations(adapter, baseline, str(args.baseline))
 
     reporter = TerminalReporter(sys.stdout)
     run, _hello = asyncio.run(
@@ -64,7 +66,7 @@ def run_store_profile(args: argparse.Namespace) -> int:
     if args.markdown:
         write_markdown(run, args.markdown)
     if args.write_baseline:
-        write_baseline(run, args.write_baseline, previous=baseline)
+        write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)
     reporter.summary(run)
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")

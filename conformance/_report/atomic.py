@@ -1,7 +1,8 @@
 """Writing a report file atomically: a reader sees the old file or the whole new one, never a part.
 
-The text goes to a temporary file in the same folder, is flushed to disk, and is moved over the target
-in one ``os.replace``; on any failure the temporary file is removed and the target is untouched.
+The text goes to a temporary file in the same folder (made first when missing), is flushed to disk, and
+is moved over the target in one ``os.replace``; on any failure the temporary file is removed and the
+target is untouched.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = ["write_bytes_atomically", "write_text_atomically"]
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:
     folder = path.parent if str(path.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)  # a report path in a folder not made yet (out/results.json)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(descriptor, "wb") as handle:

@@ -4,6 +4,7 @@ A baseline file (``--baseline FILE``, YAML or JSON, ``schemas/baseline.schema.js
 implementation is known to fail, each with a reason::
 
     implementation: my-port            # optional: refuse the file for another implementation
+    profile: agent-session             # optional: refuse the file for a run of the other profile
     capabilities: [core, resume]       # optional: what the implementation declared when it was written
     known_failures:
       - case: lifecycle/abort-idle-is-noop
@@ -27,7 +28,7 @@ import stat
 from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 from ruamel.yaml import YAML
@@ -48,10 +49,13 @@ from relavium_conformance._report.results import (
 from relavium_conformance._wire.model import KitStrict
 
 __all__ = [
+    "PROFILES",
     "Baseline",
     "KnownFailure",
     "baseline_from_run",
     "capability_gate",
+    "check_baseline_fits",
+    "check_baseline_implementation",
     "compare",
     "load_baseline",
     "parse_baseline",
@@ -65,13 +69,41 @@ class KnownFailure(KitStrict):
     clauses: tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...] = ()
 
 
+PROFILES = ("agent-session", "session-store")
+"""The contracts a run judges (``run --profile``); a store case's id starts with ``store/``."""
+
+
 class Baseline(KitStrict):
     implementation: Annotated[str, Field(min_length=1)] | None = None
+    profile: Literal["agent-session", "session-store"] | None = None
     capabilities: tuple[Annotated[str, Field(min_length=1)], ...] | None = None
     known_failures: tuple[KnownFailure, ...]
 
     def cases(self) -> list[str]:
         return [entry.case for entry in self.known_failures]
+
+    def written_for(self) -> str | None:
+        """The profile the file was written for: as it says, else as its case ids show (a store case's id
+        starts with ``store/``, no session case's does), else unknown (``None``: no entry to tell by)."""
+        if self.profile is not None:
+            return self.profile
+        stores = {entry.case.startswith("store/") for entry in self.known_failures}
+        return None if len(stores) != 1 else PROFILES[1] if stores == {True} else PROFILES[0]
+
+
+def check_baseline_fits(baseline: Baseline, *, profile: str, source: str) -> None:
+    """Refuse (:class:`KitUsageError`) a baseline written for the other profile, before any case runs."""
+    written = baseline.written_for()
+    if written is not None and written != profile:
+        raise KitUsageError(f"{source}: written for --profile {written}, but this run is --profile {profile}")
+
+
+def check_baseline_implementation(baseline: Baseline, name: str, *, source: str) -> None:
+    """Refuse (:class:`KitUsageError`) a baseline written for another implementation than ``name``."""
+    if baseline.implementation is not None and baseline.implementation != name:
+        raise KitUsageError(
+            f"{source}: written for implementation {baseline.implementation!r}, but this run tests {name!r}"
+        )
 
 
 _FIXED_MESSAGES = {
@@ -138,11 +170,7 @@ def compare(
     case exists but was not selected, or was unsupported, is ``not_run``.  A failed or errored case the
     baseline does not list is a new failure.  A baseline written for another implementation is refused.
     """
-    if baseline.implementation is not None and baseline.implementation != run.implementation.name:
-        raise KitUsageError(
-            f"{file or 'baseline'}: written for implementation {baseline.implementation!r}, "
-            f"but this run tests {run.implementation.name!r}"
-        )
+    check_baseline_implementation(baseline, run.implementation.name, source=file or "baseline")
     by_id = {case.id: case for case in run.cases}
     existing = set(all_case_ids) | set(by_id) if all_case_ids is not None else set(by_id)
     listed = set(baseline.cases())
@@ -169,7 +197,9 @@ def compare(
     )
 
 
-def baseline_from_run(run: RunResult, *, previous: Baseline | None = None) -> Baseline:
+def baseline_from_run(
+    run: RunResult, *, previous: Baseline | None = None, profile: str | None = None
+) -> Baseline:
     """A baseline listing exactly the run's failed and errored cases.
 
     A reason already written in ``previous`` for the same case is kept (it is the implementer's prose);
@@ -186,6 +216,7 @@ def baseline_from_run(run: RunResult, *, previous: Baseline | None = None) -> Ba
     )
     return Baseline(
         implementation=run.implementation.name,
+        profile=profile,  # type: ignore[arg-type]  # (one of PROFILES: the run's --profile)
         capabilities=tuple(sorted(run.implementation.capabilities)) or None,
         known_failures=entries,
     )
@@ -233,12 +264,14 @@ _HEADER = (
 )
 
 
-def write_baseline(run: RunResult, path: Path, *, previous: Baseline | None = None) -> Baseline:
+def write_baseline(
+    run: RunResult, path: Path, *, previous: Baseline | None = None, profile: str | None = None
+) -> Baseline:
     """Write a baseline of the run's current failures to ``path`` and return it.
 
     A ``.json`` path gets JSON; any other gets YAML with a short header comment.
     """
-    baseline = baseline_from_run(run, previous=previous)
+    baseline = baseline_from_run(run, previous=previous, profile=profile)
     document = baseline.model_dump(mode="json", exclude_none=True)
     if not document.get("capabilities"):
         document.pop("capabilities", None)

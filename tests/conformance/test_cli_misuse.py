@@ -30,18 +30,46 @@ def misuses(tmp: Path) -> list[tuple[str, list[str], str]]:
         os.mkfifo(fifo)
     latin = tmp / "latin.yaml"
     latin.write_bytes(b"known_failures: [] # caf\xe9\n")
+    other = tmp / "other.yaml"
+    other.write_text("implementation: someone-else\nknown_failures: []\n", encoding="utf-8")
+    store = tmp / "store.yaml"
+    store.write_text("known_failures:\n  - case: store/some-case\n    reason: r\n", encoding="utf-8")
+    session = tmp / "session.yaml"
+    session.write_text("profile: agent-session\nknown_failures: []\n", encoding="utf-8")
     return [
         ("timeout-zero", ["run", "--timeout", "0"], "--timeout"),
         ("timeout-negative", ["run", "--timeout", "-1"], "--timeout"),
         ("timeout-nan", ["run", "--timeout", "nan"], "--timeout"),
         ("timeout-inf", ["run", "--timeout", "inf"], "--timeout"),
-        ("json-no-folder", ["run", "--json", str(tmp / "missing" / "r.json")], "does not exist"),
+        ("json-under-a-file", ["run", "--json", str(latin / "r.json")], "is a file, not a folder"),
         ("junit-is-folder", ["run", "--junit", str(tmp)], "is a folder"),
-        ("markdown-no-folder", ["run", "--markdown", str(tmp / "missing" / "r.md")], "does not exist"),
+        ("markdown-under-a-file", ["run", "--markdown", str(latin / "d" / "r.md")], "is a file"),
+        ("write-baseline-under-a-file", ["run", "--write-baseline", str(latin / "b.yaml")], "is a file"),
+        ("trace-under-a-file", ["run", "--trace", str(latin / "t.jsonl")], "is a file"),
         (
-            "write-baseline-no-folder",
-            ["run", "--write-baseline", str(tmp / "no" / "b.yaml")],
-            "does not exist",
+            "json-and-junit-one-file",
+            ["run", "--json", str(tmp / "r"), "--junit", str(tmp / "." / "r")],
+            "--json and --junit name the same file",
+        ),
+        (
+            "baseline-of-another-implementation",
+            ["run", "--baseline", str(other), "--select", "commands/*"],
+            "written for implementation 'someone-else', but this run tests 'relavium-reference'",
+        ),
+        (
+            "baseline-of-another-profile",
+            ["run", "--baseline", str(store), "--select", "commands/*"],
+            "written for --profile session-store, but this run is --profile agent-session",
+        ),
+        (
+            "store-baseline-of-the-session-profile",
+            ["run", "--profile", "session-store", "--baseline", str(session)],
+            "written for --profile agent-session, but this run is --profile session-store",
+        ),
+        (
+            "select-one-pattern-matching-nothing",
+            ["run", "--select", "commands/*", "--select", "comands/idle-after-command"],
+            "'comands/idle-after-command' matches no case (did you mean commands/idle-after-command?)",
         ),
         ("baseline-missing", ["run", "--baseline", str(tmp / "none.yaml")], "--baseline"),
         ("baseline-fifo", ["run", "--baseline", str(fifo)], "not a regular file"),
@@ -59,7 +87,12 @@ def misuses(tmp: Path) -> list[tuple[str, list[str], str]]:
             "adapter",
         ),
         ("spec-missing", ["spec-coverage", str(tmp / "no-spec.md")], "No such file"),
-        ("selftest-json-no-folder", ["selftest", "--json", str(tmp / "no" / "s.json")], "does not exist"),
+        ("selftest-json-under-a-file", ["selftest", "--json", str(latin / "s.json")], "is a file"),
+        (
+            "fuzz-json-and-markdown-one-file",
+            ["fuzz", "--json", str(tmp / "f"), "--markdown", str(tmp / "f")],
+            "--json and --markdown name the same file",
+        ),
     ]
 
 
@@ -76,6 +109,7 @@ def test_every_misuse_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_an_output_path_is_checked_before_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x").write_text("a file", encoding="utf-8")
     code, out, _err = call(
         ["run", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "x" / "j.xml")], capsys
     )
@@ -84,16 +118,53 @@ def test_an_output_path_is_checked_before_the_run(tmp_path: Path, capsys: pytest
     assert not (tmp_path / "r.json").exists()
 
 
-def test_select_names_each_pattern_that_matched_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_folders_of_an_output_are_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/ci.md's ``--json conformance/results.json`` in a fresh checkout: the folder is made."""
+    outputs = {
+        "--json": tmp_path / "a" / "results.json",
+        "--junit": tmp_path / "b" / "c" / "junit.xml",
+        "--markdown": tmp_path / "d" / "summary.md",
+        "--write-baseline": tmp_path / "e" / "baseline.yaml",
+        "--trace": tmp_path / "f" / "trace.jsonl",
+    }
+    argv = ["run", "--select", "commands/idle-after-command"]
+    for option, path in outputs.items():
+        argv += [option, str(path)]
+    code, _out, err = call(argv, capsys)
+    assert code == 0, err
+    for path in outputs.values():
+        assert path.is_file(), path
+
+
+def test_a_baseline_of_another_implementation_is_refused_before_any_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other.yaml"
+    other.write_text("implementation: someone-else\nknown_failures: []\n", encoding="utf-8")
+    for jobs in ("1", "2"):
+        code, out, err = call(
+            ["run", "-j", jobs, "-v", "--baseline", str(other), "--json", str(tmp_path / "r.json")], capsys
+        )
+        assert code == 2, (jobs, err)
+        assert "written for implementation 'someone-else'" in err
+        assert " PASSED" not in out
+        assert "passed" not in out
+        assert not (tmp_path / "r.json").exists()
+
+
+def test_select_refuses_each_pattern_that_matched_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = call(
         ["run", "--list", "--select", "commands/*", "--select", "comands/idle-after-command"], capsys
     )
-    assert code == 0
-    assert "commands/idle-after-command" in out
+    assert code == 2
+    assert out == ""
     assert "'comands/idle-after-command' matches no case (did you mean commands/idle-after-command?)" in err
     code, out, err = call(["run", "--list", "--select", "no-such-area/*"], capsys)
-    assert code == 4
+    assert code == 2
     assert "'no-such-area/*' matches no case" in err
+    code, out, err = call(["run", "--list", "--select", "commands/*", "--exclude", "commands/*"], capsys)
+    assert code == 4  # every pattern matched, but nothing is left: an empty selection
+    assert "no case matches the selection" in err
 
 
 def test_version_names_the_kit_the_corpus_and_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
