@@ -65,9 +65,9 @@ from transports import (  # this folder (the script's own) is first on the path
 from relavium_reference import (
     AgentSession,
     AgentSnapshot,
+    HistoryStore,
     SessionContext,
     SessionDeps,
-    SessionStore,
     SqlitePersister,
 )
 from relavium_reference._model.gc_pause import gc_paused
@@ -76,13 +76,13 @@ from relavium_reference._model.messages import AgentSessionRecord, parse_session
 from relavium_reference._model.vocabulary import StopReason
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
+from relavium_reference._rules.history_rows import message_row
 from relavium_reference._rules.resume import (
     ResumeMessage,
     SessionResumeState,
     TurnSpan,
     reconstruct_session_state,
 )
-from relavium_reference._rules.store_rows import message_row
 from relavium_reference._rules.workflow_yaml import dump_yaml
 
 BIN = Path(sys.executable).parent
@@ -169,7 +169,7 @@ class _RawReplay:
     """A bare connection to a fresh copy of the store's schema that commits the engine's rows again."""
 
     def __init__(self, path: Path, session_names: list[str], session_row: tuple[Any, ...]) -> None:
-        SessionStore.open(path).close()  # the same schema, indexes and triggers
+        HistoryStore.open(path).close()  # the same schema, indexes and triggers
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = FULL")
@@ -257,8 +257,8 @@ async def _durable_lockstep(
     them.  Returns turns/s of the engine, of the one-commit floor, of the contract floor and of the
     store's own statements.
     """
-    store = SessionStore.open(directory / "history.db")
-    shadow_store = SessionStore.open(directory / "shadow.db")
+    store = HistoryStore.open(directory / "history.db")
+    shadow_store = HistoryStore.open(directory / "shadow.db")
     elapsed = {"engine": 0.0, "one": 0.0, "contract": 0.0, "statements": 0.0}
     try:
         session = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(store)))
@@ -384,9 +384,9 @@ def _costs_in_own_interpreter(turns: tuple[int, ...]) -> dict[int, float]:
     return dict(zip(turns, json.loads(completed.stdout.splitlines()[-1]), strict=True))
 
 
-def _big_store(directory: Path, messages: int) -> tuple[SessionStore, str]:
+def _big_store(directory: Path, messages: int) -> tuple[HistoryStore, str]:
     """A ``history.db`` holding one session of ``messages`` rows (completed user/assistant turns)."""
-    store = SessionStore.open(directory / f"big-{messages}.db")
+    store = HistoryStore.open(directory / f"big-{messages}.db")
     sid = f"bench-{messages}"
     created = datetime(2026, 1, 1, tzinfo=UTC)
     stamp = created.isoformat().replace("+00:00", "Z")
@@ -553,7 +553,7 @@ def build_figures(quick: bool, jobs: bool) -> dict[str, Figure]:
     f["load"] = Figure(
         "3",
         f"load {load_size:,} messages",
-        "SessionStore.load_full (CPU s)",
+        "HistoryStore.load_full (CPU s)",
         "bare SELECT + json.loads (CPU s)",
         "s",
         "ratio <= 3",

@@ -90,14 +90,14 @@ def reference_stdio_command(store: str = "sqlite") -> list[str]:
 
 def _reference_factory(callback: Callback) -> InProcessImplementation:
     """The engine beside the durable SQLite store: one implementation serving both profiles."""
-    from relavium_conformance._reference.store_impl import both_profiles_factory
+    from relavium_conformance._reference.session_store_impl import both_profiles_factory
 
     return both_profiles_factory("sqlite")(callback)
 
 
 def _reference_ttl_factory(callback: Callback) -> InProcessImplementation:
     """The engine beside the in-memory TTL store."""
-    from relavium_conformance._reference.store_impl import both_profiles_factory
+    from relavium_conformance._reference.session_store_impl import both_profiles_factory
 
     return both_profiles_factory("ttl")(callback)
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import importlib
 import typing as _typing
+import warnings as _warnings
 from typing import Any as _Any
 
 if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+    from relavium_reference._host.history_store import HistoryStore, StoreError
+    from relavium_reference._host.history_usage import SqliteUsageWriter
     from relavium_reference._host.persister import SqlitePersister, TurnPersister
     from relavium_reference._host.scripted import ProviderScript, ScriptedProvider, load_script
     from relavium_reference._host.session import (
@@ -21,10 +24,7 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
         TurnResult,
     )
     from relavium_reference._host.stamper import Clock, SystemClock
-    from relavium_reference._host.store import SessionStore, StoreError
-    from relavium_reference._host.store_usage import SqliteUsageWriter
     from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS
-    from relavium_reference._model.budget import ModelPrice
     from relavium_reference._model.commands import (
         CommandAllowlist,
         CommandCancelled,
@@ -92,6 +92,7 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
         ToolRegistry,
         TurnPolicy,
     )
+    from relavium_reference._model.usage_writer import ModelPrice
     from relavium_reference._model.vocabulary import (
         ErrorCode,
         FsScopeTier,
@@ -109,6 +110,8 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
         resume_state_problem,
     )
 
+    SessionStore = HistoryStore  # deprecated alias (see _DEPRECATED)
+
 _LAZY: dict[str, tuple[str, str]] = {
     "SqlitePersister": ("relavium_reference._host.persister", "SqlitePersister"),
     "TurnPersister": ("relavium_reference._host.persister", "TurnPersister"),
@@ -121,11 +124,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TurnResult": ("relavium_reference._host.session", "TurnResult"),
     "Clock": ("relavium_reference._host.stamper", "Clock"),
     "SystemClock": ("relavium_reference._host.stamper", "SystemClock"),
-    "SessionStore": ("relavium_reference._host.store", "SessionStore"),
-    "StoreError": ("relavium_reference._host.store", "StoreError"),
-    "SqliteUsageWriter": ("relavium_reference._host.store_usage", "SqliteUsageWriter"),
+    "HistoryStore": ("relavium_reference._host.history_store", "HistoryStore"),
+    "StoreError": ("relavium_reference._host.history_store", "StoreError"),
+    "SqliteUsageWriter": ("relavium_reference._host.history_usage", "SqliteUsageWriter"),
     "DEFAULT_MAX_TOOL_TURNS": ("relavium_reference._host.turn", "DEFAULT_MAX_TOOL_TURNS"),
-    "ModelPrice": ("relavium_reference._model.budget", "ModelPrice"),
+    "ModelPrice": ("relavium_reference._model.usage_writer", "ModelPrice"),
     "CommandAllowlist": ("relavium_reference._model.commands", "CommandAllowlist"),
     "CommandCancelled": ("relavium_reference._model.commands", "CommandCancelled"),
     "CommandDenied": ("relavium_reference._model.commands", "CommandDenied"),
@@ -201,6 +204,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "resume_state_problem": ("relavium_reference._rules.resume", "resume_state_problem"),
 }
 
+# Old public names kept for one release: reading one warns (DeprecationWarning) and answers the new name's
+# value.  ``SessionStore`` was the durable ``history.db`` store, renamed so that "session store" means only
+# the session-store contract's stores.
+_DEPRECATED: dict[str, str] = {"SessionStore": "HistoryStore"}
+
 
 # Type checkers read the imports above instead: a module-level __getattr__ would let them accept any
 # name, a misspelt one included.  (mypy knows the condition by the name TYPE_CHECKING: an alias of
@@ -209,6 +217,14 @@ if not _typing.TYPE_CHECKING:
 
     def __getattr__(name: str) -> _Any:
         """Import a public name on first use and keep it (later lookups are plain attribute reads)."""
+        if name in _DEPRECATED:
+            new_name = _DEPRECATED[name]
+            _warnings.warn(
+                f"relavium_reference.{name} is deprecated: use relavium_reference.{new_name}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return __getattr__(new_name)
         try:
             module, attribute = _LAZY[name]
         except KeyError:
@@ -251,6 +267,7 @@ __all__ = [
     "FallbackEntry",
     "FsScopeTier",
     "FunctionTool",
+    "HistoryStore",
     "InvalidInputError",
     "LlmError",
     "LlmErrorKind",
@@ -281,7 +298,6 @@ __all__ = [
     "SessionStateCode",
     "SessionStateError",
     "SessionStopReason",
-    "SessionStore",
     "SessionTurnCompleted",
     "SessionTurnStarted",
     "SqlitePersister",

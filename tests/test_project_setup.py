@@ -103,8 +103,9 @@ def test_the_stdio_server_imports_no_schema_validator() -> None:
     question."""
     probe = (
         "import sys\n"
-        "import relavium_conformance._reference.stdio_server, relavium_conformance._reference.store_impl\n"
-        "from relavium_conformance._reference.store_impl import both_profiles_factory\n"
+        "import relavium_conformance._reference.stdio_server\n"
+        "import relavium_conformance._reference.session_store_impl\n"
+        "from relavium_conformance._reference.session_store_impl import both_profiles_factory\n"
         "both_profiles_factory('sqlite')\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing')]\n"
         "assert not loaded, loaded\n"

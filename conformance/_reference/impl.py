@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitShapeError
-from relavium_conformance._reference.accounting import KitAdmission, KitUsageWriter, poke_estimate
+from relavium_conformance._reference.kit_callbacks import KitAdmission, KitUsageWriter, poke_estimate
 from relavium_conformance._reference.request_edits import apply_edits
 from relavium_conformance._version import REFERENCE_NAME, kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
@@ -73,7 +73,7 @@ from relavium_reference import (
     TurnPolicy,
 )
 from relavium_reference._host.dialect_client import HttpEndpoint, HttpProvider
-from relavium_reference._host.store import StoreError, derive_columns, message_from_row
+from relavium_reference._host.history_store import StoreError, derive_columns, message_from_row
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.history_results import BoundaryMarker, CompactionStart
@@ -88,8 +88,8 @@ from relavium_reference._model.records import CompletedTurn, CostEntry
 from relavium_reference._model.shapes import AgentSnapshot, SessionContext, parse_strict
 from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
 from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.history_fast import FAST_ROW_COLUMNS, fast_message
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
-from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
 from relavium_reference.export import serialize_workflow, session_to_workflow, workflow_id
 
 __all__ = [
@@ -169,7 +169,7 @@ def stored_row_columns(message: SessionMessage, finish_reason: str | None) -> di
 def read_stored_row(row: Mapping[str, Any]) -> SessionMessage:
     """The engine's store, read side: the message a row holds, or :class:`StoreError` with its code.
 
-    As ``SessionStore`` reads a whole row: the fast read of a row in canonical form first, and the full
+    As ``HistoryStore`` reads a whole row: the fast read of a row in canonical form first, and the full
     read for any row it leaves (so the stored-row vectors prove both).
     """
     data = dict(row)

@@ -94,7 +94,7 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 
 def _main(args: argparse.Namespace) -> int:
-    from relavium_conformance._reference.store_impl import both_profiles_factory
+    from relavium_conformance._reference.session_store_impl import both_profiles_factory
 
     factory: Any = both_profiles_factory(args.store)
     if args.capabilities is not None:

@@ -14,14 +14,14 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
-from relavium_reference._host.compaction import CompactionJob, CompactionReport
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.turn import TurnEnd, TurnProgress, run_turn
 from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.history_results import CompactionCancelled, CompactionFailed
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
-from relavium_reference._rules.compaction import EntryWindow, Measurement, output_reservation
+from relavium_reference._rules.compaction_measure import EntryWindow, Measurement, output_reservation
 from relavium_reference._rules.lifecycle import SessionState
 
 __all__ = ["AUTO_COMPACTION_BREAKS"]

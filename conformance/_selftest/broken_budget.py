@@ -14,17 +14,10 @@ from typing import Any
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnPolicy
 from relavium_reference._host.admission import UsageWriter
-from relavium_reference._host.compaction import CompactionJob
+from relavium_reference._host.compaction_runner import CompactionJob
 from relavium_reference._host.session import TurnResult
 from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._host.usage import SessionUsage
-from relavium_reference._model.budget import (
-    UsageBasis,
-    UsagePending,
-    UsageResolved,
-    UsageSettled,
-    UsageTotals,
-)
 from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.invocation import (
     ALWAYS_ADMIT,
@@ -34,8 +27,15 @@ from relavium_reference._model.invocation import (
     Admitted,
 )
 from relavium_reference._model.tools import ApprovalRequest
+from relavium_reference._model.usage_writer import (
+    UsageBasis,
+    UsagePending,
+    UsageResolved,
+    UsageSettled,
+    UsageTotals,
+)
 from relavium_reference._model.vocabulary import ErrorCode
-from relavium_reference._rules.compaction import output_reservation
+from relavium_reference._rules.compaction_measure import output_reservation
 from relavium_reference._rules.projection import ProjectedRequest, estimate_tokens, project_request
 from relavium_reference._rules.resume import SessionResumeState
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, TurnPolicy
-from relavium_reference._host.compaction import CompactionJob, CompactionReport
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.session_deps import TurnResult
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnProgress, TurnSetup

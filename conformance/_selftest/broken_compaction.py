@@ -11,7 +11,7 @@ from typing import Any
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
-from relavium_reference._host.compaction import CompactionJob, CompactionReport
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.turn import TurnSetup
 from relavium_reference._model.events import CompactionReason, SessionCompacted, SessionCompacting
 from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionFailed

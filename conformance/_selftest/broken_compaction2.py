@@ -1,7 +1,7 @@
 """Broken implementations of manual compaction: acknowledgement, pass limits, truncation, installation.
 
 Each is the reference session with one manual-compaction behaviour changed (most through the
-:class:`~relavium_reference._host.compaction.CompactionJob` the session hands its runner, or through a
+:class:`~relavium_reference._host.compaction_runner.CompactionJob` the session hands its runner, or through a
 provider wrapper that rewrites a summary pass as it egresses); the ``compaction/manual-*`` cases citing
 its clauses must catch it (see :mod:`relavium_conformance._selftest.proofs`).
 """
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession
-from relavium_reference._host.compaction import CompactionJob, CompactionReport
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._model.events import CompactionReason, SessionCompactionFailed
 from relavium_reference._model.history_results import (
     CompactionFailed,

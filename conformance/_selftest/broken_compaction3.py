@@ -18,7 +18,7 @@ from relavium_conformance._selftest.broken_compaction2 import JobBreak as _JobBr
 from relavium_conformance._wire.messages import HandleParams
 from relavium_conformance._wire.protocol import Callback
 from relavium_reference import AgentSession
-from relavium_reference._host.compaction import CompactionJob
+from relavium_reference._host.compaction_runner import CompactionJob
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import SessionCompacted
 from relavium_reference._model.invocation import Invocation, open_stream

@@ -16,7 +16,7 @@ from typing import Any
 from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, export_workflow
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.broken_store import _body_only
-from relavium_reference._host.store import StoreError, message_from_row
+from relavium_reference._host.history_store import StoreError, message_from_row
 from relavium_reference._model.messages import (
     AgentSessionRecord,
     ReasoningPart,

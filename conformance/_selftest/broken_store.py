@@ -17,7 +17,7 @@ from typing import Any
 from relavium_conformance._reference.impl import REFERENCE_PURE
 from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_reference import AgentSession, InvalidInputError
-from relavium_reference._host.store import (
+from relavium_reference._host.history_store import (
     StoreError,
     derive_columns,
     iso_from_ms,

@@ -12,10 +12,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from relavium_reference._host.session_store_live import (
+    INHERIT,
+    AcquiredSession,
+    Inherit,
+    StoreSession,
+    mint_id,
+)
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._host.store_session import INHERIT, AcquiredSession, Inherit, StoreSession, mint_id
-from relavium_reference._model.store_shapes import (
+from relavium_reference._model.session_store_shapes import (
     UNKNOWN,
     PlacedRow,
     SessionMetadata,

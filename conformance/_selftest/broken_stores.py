@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from relavium_conformance._reference.store_impl import (
+from relavium_conformance._reference.session_store_impl import (
     REFERENCE_STORE_PURE,
     ReferenceStoreImplementation,
     StoreKind,
@@ -22,7 +22,7 @@ from relavium_conformance._reference.store_impl import (
 )
 from relavium_conformance._selftest import broken_store_classes as bs
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._rules.store_helpers import bounded_tail
+from relavium_reference._rules.session_store_helpers import bounded_tail
 
 __all__ = ["BROKEN_STORES", "BrokenStore"]
 

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from relavium_conformance._reference.store_impl import ReferenceStoreImplementation, StoreKind
+from relavium_conformance._reference.session_store_impl import ReferenceStoreImplementation, StoreKind
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._selftest.broken_stores import BROKEN_STORES, BrokenStore
 from relavium_conformance._selftest.proofs import BrokenVerdict

@@ -18,14 +18,6 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, runtime_checkable
 
-from relavium_reference._model.budget import (
-    Purpose,
-    UsageBasis,
-    UsagePending,
-    UsageResolved,
-    UsageSettled,
-    UsageTotals,
-)
 from relavium_reference._model.invocation import (
     Admission,
     AdmissionRefused,
@@ -33,8 +25,16 @@ from relavium_reference._model.invocation import (
     Admitted,
 )
 from relavium_reference._model.llm import LlmRequest
+from relavium_reference._model.usage_writer import (
+    Purpose,
+    UsageBasis,
+    UsagePending,
+    UsageResolved,
+    UsageSettled,
+    UsageTotals,
+)
 from relavium_reference._model.vocabulary import ProviderId
-from relavium_reference._rules.compaction import output_reservation
+from relavium_reference._rules.compaction_measure import output_reservation
 from relavium_reference._rules.projection import ProjectedRequest, estimate_tokens
 
 __all__ = ["UsageWriter", "ask_admission", "release_quietly"]

@@ -45,7 +45,7 @@ from relavium_reference._rules.auto_compaction import (
     irreducible_tokens,
     presend_decision,
 )
-from relavium_reference._rules.compaction import (
+from relavium_reference._rules.compaction_measure import (
     EntryWindow,
     Measurement,
     automatic_window,

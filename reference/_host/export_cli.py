@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.history_store import HistoryStore, StoreError
 from relavium_reference._model.errors import RelaviumError
 from relavium_reference._model.workflow import document_to_data
 from relavium_reference._rules.export_mapping import session_to_workflow
@@ -150,7 +150,7 @@ def run_export(
     if out.exists() and not force:
         return _fail(stderr, EXIT_REFUSED, f"{out} exists; use --force to overwrite it")
     try:
-        with SessionStore.open_readonly(db) as store:
+        with HistoryStore.open_readonly(db) as store:
             record, messages = store.load_full(session_id)
         document = session_to_workflow(record, messages)
     except StoreError as exc:

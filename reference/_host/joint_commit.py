@@ -31,9 +31,9 @@ from typing import Protocol, runtime_checkable
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
-from relavium_reference._model.budget import UsageResolved, UsageSettled
 from relavium_reference._model.llm import Usage
 from relavium_reference._model.records import CompletedTurn
+from relavium_reference._model.usage_writer import UsageResolved, UsageSettled
 
 __all__ = [
     "DeferredResolution",

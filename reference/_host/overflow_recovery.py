@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
-from relavium_reference._host.compaction import CompactionReport
+from relavium_reference._host.compaction_runner import CompactionReport
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnSetup
 from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionCancelled

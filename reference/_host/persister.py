@@ -17,15 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from relavium_reference._host.admission import UsageWriter
-from relavium_reference._host.store import SessionStore
-from relavium_reference._host.store_usage import SqliteUsageWriter
-from relavium_reference._model.budget import ModelPrice
+from relavium_reference._host.history_store import HistoryStore
+from relavium_reference._host.history_usage import SqliteUsageWriter
 from relavium_reference._model.errors import PersistError
 from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.llm import LlmMessage
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
 from relavium_reference._model.messages import TextPart as DurableText
 from relavium_reference._model.records import CompletedTurn, CostEntry, structural_drafts
+from relavium_reference._model.usage_writer import ModelPrice
 
 __all__ = [
     "KeepsUsage",
@@ -72,7 +72,7 @@ class KeepsUsage(Protocol):
 
 
 class SqlitePersister:
-    """Persists through a :class:`SessionStore` (``history.db``), off the event loop's thread.
+    """Persists through a :class:`HistoryStore` (``history.db``), off the event loop's thread.
 
     Each call is one ``asyncio.to_thread`` handoff.  (One dedicated thread per persister was measured
     and dropped: under load it waited about twice as long per durable turn as the shared pool.  A
@@ -80,7 +80,7 @@ class SqlitePersister:
     and 1.1-1.7 times the wall time under load.)
     """
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: HistoryStore) -> None:
         self._store = store
 
     async def create_session(self, record: AgentSessionRecord) -> None:

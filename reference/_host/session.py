@@ -19,7 +19,7 @@ from typing import Literal, NoReturn
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
-from relavium_reference._host.compaction import CompactionReport
+from relavium_reference._host.compaction_runner import CompactionReport
 from relavium_reference._host.joint_commit import (
     JointWriter,
     joint_writer,

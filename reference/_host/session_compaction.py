@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Literal
 
-from relavium_reference._host.compaction import (
+from relavium_reference._host.compaction_runner import (
     FAILED_MESSAGES,
     CompactionJob,
     CompactionReport,
@@ -77,7 +77,7 @@ class SessionCompaction:
 
         The lifecycle refusal comes first, then the memory policy's refusal, then ``nothing_to_compact``
         (nothing older than the latest completed exchange), all before any provider planning, event or
-        egress.  Otherwise one compaction runs (see :mod:`relavium_reference._host.compaction`); the
+        egress.  Otherwise one compaction runs (see :mod:`relavium_reference._host.compaction_runner`); the
         session is idle again on every exit.
         """
         self._enter(SessionInput.COMPACT)  # idle -> history: nothing races the compaction

@@ -18,7 +18,6 @@ from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import TurnPersister
 from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS, ProviderResolver
-from relavium_reference._model.budget import ModelPrice
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.events import EventSink, TokensUsed, TurnError
@@ -26,8 +25,9 @@ from relavium_reference._model.history_results import CompactionStartHook
 from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
 from relavium_reference._model.shapes import WireModel
 from relavium_reference._model.tools import ToolRegistry
+from relavium_reference._model.usage_writer import ModelPrice
 from relavium_reference._model.vocabulary import ProviderId, SessionStopReason
-from relavium_reference._rules.compaction import DEFAULT_COMPACT_THRESHOLD
+from relavium_reference._rules.compaction_measure import DEFAULT_COMPACT_THRESHOLD
 
 __all__ = [
     "DEFAULT_SESSION_MAX_TURNS",

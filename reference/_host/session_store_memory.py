@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from relavium_reference._host.store_session import (
+from relavium_reference._host.session_store_live import (
     INHERIT,
     AcquiredSession,
     Inherit,
@@ -29,7 +29,7 @@ from relavium_reference._host.store_session import (
     iso_of_ms,
     mint_id,
 )
-from relavium_reference._model.store_shapes import (
+from relavium_reference._model.session_store_shapes import (
     DEFAULT_TTL_MS,
     UNKNOWN,
     Durability,

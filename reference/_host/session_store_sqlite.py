@@ -32,8 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from relavium_reference._host.session_store_memory import system_ms
-from relavium_reference._host.store_session import (
+from relavium_reference._host.session_store_live import (
     INHERIT,
     AcquiredSession,
     Inherit,
@@ -41,7 +40,8 @@ from relavium_reference._host.store_session import (
     iso_of_ms,
     mint_id,
 )
-from relavium_reference._model.store_shapes import (
+from relavium_reference._host.session_store_memory import system_ms
+from relavium_reference._model.session_store_shapes import (
     UNKNOWN,
     Durability,
     PlacedRow,

@@ -18,10 +18,9 @@ from typing import Any
 from relavium_reference._host.admission import UsageWriter, ask_admission, release_quietly
 from relavium_reference._host.joint_commit import DeferredResolution
 from relavium_reference._host.provider_stream import close_soon
-from relavium_reference._host.round_accounting import PendingResolution
+from relavium_reference._host.round_resolution import PendingResolution
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.usage import publish_cost
-from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.events import (
     AgentApprovalRequested,
     AgentReasoning,
@@ -69,6 +68,7 @@ from relavium_reference._model.tools import (
     ToolRegistry,
     TurnPolicy,
 )
+from relavium_reference._model.usage_writer import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.vocabulary import (
     ErrorCode,
     LlmErrorKind,

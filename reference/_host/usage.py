@@ -8,7 +8,7 @@ state's cumulative cost) can never overwrite a newer durable sum.
 
 Which writer: the host's explicit one when it gives one (the kit plays its own over the adapter), else the
 one its persister supplies when that persister keeps usage durably (the reference host's
-``SqlitePersister``: a :class:`~relavium_reference._host.store_usage.SqliteUsageWriter` over the same
+``SqlitePersister``: a :class:`~relavium_reference._host.history_usage.SqliteUsageWriter` over the same
 ``history.db``, priced with the host's configured prices; an empty mapping leaves every call unpriced).
 A host without either has no writer and publishes what its attempts report.
 """
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import KeepsUsage, TurnPersister
 from relavium_reference._host.stamper import EventStamper
-from relavium_reference._model.budget import ModelPrice, UsageBasis, UsageSettled, UsageTotals
 from relavium_reference._model.events import CostUpdated
 from relavium_reference._model.llm import Usage
+from relavium_reference._model.usage_writer import ModelPrice, UsageBasis, UsageSettled, UsageTotals
 
 __all__ = ["SessionUsage", "host_usage_writer", "publish_cost"]
 

@@ -4,7 +4,7 @@
 ``__dict__`` in field order, the same fields set, no extra, no private state), without running the
 validators again.  It exists for bulk reads of the durable store, where each row's values pass a
 check that accepts only a subset of what validation accepts (see
-:mod:`relavium_reference._rules.store_fast`); anything else must go through validation.
+:mod:`relavium_reference._rules.history_fast`); anything else must go through validation.
 ``BaseModel.model_construct`` does the same job in general and is slower than validation itself.
 
 Only for frozen models without private attributes, ``model_post_init`` or ``extra="allow"`` (all the

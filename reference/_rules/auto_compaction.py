@@ -1,7 +1,7 @@
 """Automatic compaction: whether the pre-send and after-turn triggers run, and the irreducible-fit check.
 
 Pure.  Both triggers measure the actual next owned request
-(:func:`relavium_reference._rules.compaction.measure`) against the first attemptable entry's
+(:func:`relavium_reference._rules.compaction_measure.measure`) against the first attemptable entry's
 authoritative window; they are allowed by the memory policy alone (never by funding), and they skip
 when there is no authoritative window (unknown or custom, or a provider managing its own context).
 Billed usage never enters: nothing here takes a usage figure.
@@ -19,7 +19,7 @@ import enum
 from collections.abc import Sequence
 
 from relavium_reference._model.llm import ToolDef
-from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS, Measurement
+from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS, Measurement
 from relavium_reference._rules.compaction_plan import kept_slot_count
 from relavium_reference._rules.projection import (
     Exchange,

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from relavium_reference._model.llm import LlmMessage, LlmRequest, LlmTextPart
-from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS
+from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS
 from relavium_reference._rules.projection import (
     Exchange,
     HistoryMessage,

@@ -6,7 +6,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from relavium_conformance._reference.store_impl import ReferenceStoreImplementation, store_capabilities
+from relavium_conformance._reference.session_store_impl import (
+    ReferenceStoreImplementation,
+    store_capabilities,
+)
 from relavium_conformance._selftest.broken_stores import BROKEN_STORES
 from relavium_conformance._store.model import store_machine
 from relavium_conformance._store.protocol import declaration_of

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.records import CompletedTurn, parse_completed_turn
 
 SESSION_ID = "crash-session"
@@ -67,7 +67,7 @@ def main() -> int:
     path = sys.argv[1]
     mode = os.environ.get("RELAVIUM_CRASH_AT", "")
     turn = crash_turn()
-    store = SessionStore.open(path)
+    store = HistoryStore.open(path)
     statements: list[str] = []
     kill_at = int(mode.removeprefix("stmt:")) if mode.startswith("stmt:") else None
 

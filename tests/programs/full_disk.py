@@ -1,4 +1,4 @@
-"""Child program of tests/reference/test_store_faults.py: use a store under a file-size limit (a full disk).
+"""Child program of tests/reference/test_history_faults.py: use a store under a file-size limit (a full disk).
 
 Usage: ``python full_disk.py DB_PATH LIMIT_BYTES MODE``.  ``SIGXFSZ`` is ignored, so a write past the
 limit fails with ``EFBIG`` the way a write to a full disk fails with ``ENOSPC``; then
@@ -19,7 +19,7 @@ import signal
 import sys
 from typing import Any
 
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.errors import RelaviumError
 from relavium_reference._model.records import CompletedTurn, parse_completed_turn
 
@@ -55,7 +55,7 @@ def main() -> None:
     committed = 0
     errors: list[dict[str, Any]] = []
     try:
-        with SessionStore.open(path) as store:
+        with HistoryStore.open(path) as store:
             if mode == "commit":
                 for index in range(10_000):
                     store.commit_turn(SESSION_ID, _turn(index))

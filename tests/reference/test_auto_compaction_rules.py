@@ -14,7 +14,7 @@ from relavium_reference._rules.auto_compaction import (
     irreducible_tokens,
     presend_decision,
 )
-from relavium_reference._rules.compaction import Measurement
+from relavium_reference._rules.compaction_measure import Measurement
 from relavium_reference._rules.projection import SUMMARY_OPEN, Exchange
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from relavium_reference._model.invocation import ModelInfo
-from relavium_reference._rules.compaction import (
+from relavium_reference._rules.compaction_measure import (
     SOFT_INPUT_BOUND,
     SUMMARY_MAX_TOKENS,
     EntryWindow,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.messages import parse_agent_session_record
 from relavium_reference._model.records import CostEntry, parse_completed_turn
 from relavium_reference._rules.resume import reconstruct_session_state
@@ -48,7 +48,7 @@ def _turn(text: str) -> object:
 
 
 def _seed(path: Path) -> None:
-    with SessionStore.open(path) as store:
+    with HistoryStore.open(path) as store:
         store.create_session(
             parse_agent_session_record(
                 {
@@ -91,7 +91,7 @@ def _check_after_crash(path: Path, *, expect_turn: bool) -> None:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert raw.execute("PRAGMA foreign_key_check").fetchall() == []
     raw.close()
-    with SessionStore.open(path) as store:
+    with HistoryStore.open(path) as store:
         record, messages = store.load_full(SESSION_ID)  # every row and the cost invariant re-checked
         rows = len(messages)
         assert rows in (PRIOR_ROWS, PRIOR_ROWS + TURN_ROWS), "a partial turn is durable"

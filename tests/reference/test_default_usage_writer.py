@@ -24,10 +24,10 @@ from relavium_reference import (
     SqlitePersister,
     SqliteUsageWriter,
 )
-from relavium_reference._host.store import SessionStore
-from relavium_reference._host.store_usage import usage_totals
-from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled, UsageTotals
+from relavium_reference._host.history_store import HistoryStore
+from relavium_reference._host.history_usage import usage_totals
 from relavium_reference._model.messages import AgentSessionRecord
+from relavium_reference._model.usage_writer import UsagePending, UsageResolved, UsageSettled, UsageTotals
 from relavium_reference._rules.resume import reconstruct_session_state
 
 PRICES = {"model-a": ModelPrice(input_microcents=3, output_microcents=10)}
@@ -50,12 +50,12 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db_path: Path):  # type: ignore[no-untyped-def]
-    opened = SessionStore.open(db_path)
+    opened = HistoryStore.open(db_path)
     yield opened
     opened.close()
 
 
-def _ledger(store: SessionStore) -> list[tuple[str, int]]:
+def _ledger(store: HistoryStore) -> list[tuple[str, int]]:
     return store.usage_read(
         "s-test",
         lambda db: [
@@ -65,7 +65,7 @@ def _ledger(store: SessionStore) -> list[tuple[str, int]]:
     )
 
 
-def _totals(store: SessionStore) -> UsageTotals:
+def _totals(store: HistoryStore) -> UsageTotals:
     return store.usage_read("s-test", lambda db: usage_totals(db, "s-test"))
 
 
@@ -73,7 +73,7 @@ def _published(h: Any) -> list[int]:
     return [e.cumulative_cost_microcents for e in h.of_type("cost:updated")]
 
 
-def _resume(store: SessionStore, calls: list[dict[str, Any]]) -> tuple[AgentSession, list[Any]]:
+def _resume(store: HistoryStore, calls: list[dict[str, Any]]) -> tuple[AgentSession, list[Any]]:
     """A second life over the same file: the host gives only its persister and its prices."""
     record, messages = store.load_full("s-test")
     provider = ScriptedProvider({"calls": calls})
@@ -97,7 +97,7 @@ def _resume(store: SessionStore, calls: list[dict[str, Any]]) -> tuple[AgentSess
     return session, events
 
 
-def test_a_persisted_host_without_a_writer_gets_the_stores_own(store: SessionStore) -> None:
+def test_a_persisted_host_without_a_writer_gets_the_stores_own(store: HistoryStore) -> None:
     h = make_session(
         calls=[tool_call("c1", "echo"), text_call("done")], persister=SqlitePersister(store), prices=PRICES
     )
@@ -114,7 +114,7 @@ def test_a_persisted_host_without_a_writer_gets_the_stores_own(store: SessionSto
     assert _published(h) == [51, 131]  # counted from the complete-zero basis of a fresh creation
 
 
-def test_an_empty_price_mapping_leaves_every_call_unpriced(store: SessionStore) -> None:
+def test_an_empty_price_mapping_leaves_every_call_unpriced(store: HistoryStore) -> None:
     h = make_session(calls=[tool_call("c1", "echo"), text_call("done")], persister=SqlitePersister(store))
 
     async def scenario() -> None:
@@ -131,7 +131,7 @@ def test_an_empty_price_mapping_leaves_every_call_unpriced(store: SessionStore) 
 class _StoreAlreadyHoldsUsage(SqlitePersister):
     """Creates the session row, then (as a second owner would) writes a ledger row for it."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: HistoryStore) -> None:
         super().__init__(store)
         self.store = store
 
@@ -141,7 +141,7 @@ class _StoreAlreadyHoldsUsage(SqlitePersister):
         await other.pending(UsagePending(attempt=1, purpose="turn", provider=AGENT.provider, model="model-a"))
 
 
-def test_fresh_creation_asks_for_the_complete_zero_basis(store: SessionStore) -> None:
+def test_fresh_creation_asks_for_the_complete_zero_basis(store: HistoryStore) -> None:
     h = make_session(calls=[text_call("never")], persister=SqlitePersister(store), prices=PRICES)
     run(h.session.start())
     assert _ledger(store) == []  # opening the basis writes no row: zero, complete
@@ -155,7 +155,7 @@ def test_fresh_creation_asks_for_the_complete_zero_basis(store: SessionStore) ->
         run(other.session.start())
 
 
-def test_a_failed_turns_billed_usage_counts(store: SessionStore) -> None:
+def test_a_failed_turns_billed_usage_counts(store: HistoryStore) -> None:
     h = make_session(
         calls=[tool_call("c1", "echo"), FAILS_AFTER_BILLING], persister=SqlitePersister(store), prices=PRICES
     )
@@ -174,7 +174,7 @@ def test_a_failed_turns_billed_usage_counts(store: SessionStore) -> None:
     assert store.load_session("s-test").total_cost_microcents == 131
 
 
-def test_resume_adopts_the_ledger_not_the_construction_counters(store: SessionStore, db_path: Path) -> None:
+def test_resume_adopts_the_ledger_not_the_construction_counters(store: HistoryStore, db_path: Path) -> None:
     h = make_session(
         calls=[text_call("one"), text_call("two")], persister=SqlitePersister(store), prices=PRICES
     )
@@ -209,7 +209,7 @@ def test_resume_adopts_the_ledger_not_the_construction_counters(store: SessionSt
 class _Recording:
     """An explicit writer (the host's own): delegates to a differently priced store writer, and records."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: HistoryStore) -> None:
         self.inner = SqliteUsageWriter(store, "s-test", {"model-a": ModelPrice(1, 1)})
         self.seen: list[str] = []
 
@@ -226,7 +226,7 @@ class _Recording:
         return await self.inner.resolved(record)
 
 
-def test_an_explicit_writer_wins_over_the_stores_own(store: SessionStore) -> None:
+def test_an_explicit_writer_wins_over_the_stores_own(store: HistoryStore) -> None:
     writer = _Recording(store)
     h = make_session(
         calls=[text_call("done")], persister=SqlitePersister(store), prices=PRICES, usage_writer=writer

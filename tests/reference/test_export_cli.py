@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from relavium_reference._host.export_cli import REVIEW_NOTICE, register
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.messages import parse_agent_session_record
 from relavium_reference._model.records import parse_completed_turn
 from relavium_reference.export import parse_workflow, serialize_workflow, session_to_workflow
@@ -54,7 +54,7 @@ def _turn(user: str, final: str, tool: str | None = None) -> Any:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "data" / "history.db"
-    with SessionStore.open(path, clock=_Clock()) as store:
+    with HistoryStore.open(path, clock=_Clock()) as store:
         for session_id, title in ((SESSION_ID, "Fix the {{ build }}"), ("odd/id", None)):
             store.create_session(
                 parse_agent_session_record(
@@ -90,7 +90,7 @@ def _run(*argv: str) -> int:
 
 
 def _expected_text(db: Path, session_id: str = SESSION_ID) -> str:
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         return serialize_workflow(session_to_workflow(*store.load_full(session_id)))
 
 
@@ -153,10 +153,10 @@ def test_force_overwrites_and_the_bytes_are_reproducible(db: Path, workdir: Path
 
 
 def test_export_does_not_change_the_session(db: Path, workdir: Path) -> None:
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         before = store.load_full(SESSION_ID)
     assert _run("--db", str(db), SESSION_ID) == 0
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         assert store.load_full(SESSION_ID) == before
 
 

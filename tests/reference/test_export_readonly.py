@@ -16,7 +16,7 @@ import pytest
 from enginekit import minimal_record
 
 from relavium_reference._host.export_cli import EXPORT_FILE_MODE, register
-from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.history_store import HistoryStore, StoreError
 from relavium_reference._model.records import parse_completed_turn
 
 _POSIX = sys.platform != "win32"
@@ -50,7 +50,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def history(tmp_path: Path) -> Path:
     path = tmp_path / "data" / "history.db"
-    with SessionStore.open(path) as store:
+    with HistoryStore.open(path) as store:
         store.create_session(minimal_record())
         store.commit_turn(
             "s-1",
@@ -119,18 +119,18 @@ def test_export_reads_a_history_db_without_changing_it(history: Path, workdir: P
 
 
 def test_a_read_only_store_refuses_every_write(history: Path) -> None:
-    with SessionStore.open_readonly(history) as store:
+    with HistoryStore.open_readonly(history) as store:
         assert store.load_session("s-1").id == "s-1"
         with pytest.raises(StoreError) as caught:
             store.update_session("s-1", title="changed")
         assert caught.value.code == "unavailable"
-    with SessionStore.open(history) as store:
+    with HistoryStore.open(history) as store:
         assert store.load_session("s-1").title == "hi"
 
 
 def test_a_read_only_open_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as caught:
-        SessionStore.open_readonly(tmp_path / "absent" / "history.db")
+        HistoryStore.open_readonly(tmp_path / "absent" / "history.db")
     assert caught.value.code == "unavailable"
     assert list(tmp_path.iterdir()) == []
 

@@ -42,7 +42,7 @@ from relavium_reference import (
 )
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage, parse_content_part
 from relavium_reference._model.records import parse_completed_turn
-from relavium_reference._rules.store_rows import (
+from relavium_reference._rules.history_rows import (
     StoreError,
     derive_columns,
     message_from_row,

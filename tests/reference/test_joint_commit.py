@@ -19,18 +19,18 @@ import pytest
 from enginekit import make_session, run, text_call, tool_call
 
 from relavium_reference import ModelPrice, SqlitePersister, SqliteUsageWriter
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.vocabulary import ErrorCode
 
 PRICES = {"model-a": ModelPrice(input_microcents=3, output_microcents=10)}
 CALLS = [text_call("one"), tool_call("c1", "echo"), text_call("two"), text_call("three")]
 
 
-def _open(path: Path) -> SessionStore:
-    return SessionStore.open(path)
+def _open(path: Path) -> HistoryStore:
+    return HistoryStore.open(path)
 
 
-def _commits(store: SessionStore) -> list[str]:
+def _commits(store: HistoryStore) -> list[str]:
     seen: list[str] = []
     store._conn.set_trace_callback(  # type: ignore[union-attr]  # the store's own connection
         lambda statement: seen.append(statement) if statement == "COMMIT" else None
@@ -38,7 +38,7 @@ def _commits(store: SessionStore) -> list[str]:
     return seen
 
 
-def _rows(store: SessionStore) -> dict[str, Any]:
+def _rows(store: HistoryStore) -> dict[str, Any]:
     def read(db: sqlite3.Connection) -> dict[str, Any]:
         return {
             "ledger": [
@@ -92,7 +92,7 @@ def _public(events: list[Any]) -> list[tuple[Any, ...]]:
     return out
 
 
-def _three_turns(store: SessionStore, *, explicit: bool) -> tuple[list[Any], list[int]]:
+def _three_turns(store: HistoryStore, *, explicit: bool) -> tuple[list[Any], list[int]]:
     writer = SqliteUsageWriter(store, "s-test", PRICES) if explicit else None
     h = make_session(calls=CALLS, persister=SqlitePersister(store), prices=PRICES, usage_writer=writer)
     commits = _commits(store)
@@ -243,7 +243,7 @@ def _terminals(events: list[Any]) -> list[tuple[str, Any]]:
     return [(e.type, e.error.code if e.error else None) for e in events if e.type == "session:turn_completed"]
 
 
-def _sink_fails_on_the_first_cost(store: SessionStore, *, explicit: bool, refuse: Path | None) -> Any:
+def _sink_fails_on_the_first_cost(store: HistoryStore, *, explicit: bool, refuse: Path | None) -> Any:
     writer = SqliteUsageWriter(store, "s-test", PRICES) if explicit else None
     h = make_session(
         calls=[text_call("one"), text_call("two")],

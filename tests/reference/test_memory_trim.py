@@ -9,8 +9,8 @@ from enginekit import AGENT, make_session, run, text_call
 from pydantic import ValidationError
 
 from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._host.persister import SqlitePersister
-from relavium_reference._host.store import SessionStore
 from relavium_reference._model.history_results import MemoryPolicyRefusal, NothingToTrim, Trimmed
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart, ToolDef
 from relavium_reference._model.shapes import MemoryNone, MemorySummary, MemoryWindow
@@ -211,7 +211,7 @@ def test_trim_refuses_a_bound_that_is_not_a_positive_integer(bound: object) -> N
 
 
 def test_trim_writes_one_marker_and_resume_rebuilds_the_kept_turns(tmp_path: Path) -> None:
-    store = SessionStore.open(tmp_path / "history.db")
+    store = HistoryStore.open(tmp_path / "history.db")
     try:
         h = make_session(
             calls=[text_call("a1"), text_call("a2"), text_call("a3")], persister=SqlitePersister(store)

@@ -19,8 +19,8 @@ from relavium_reference import (
     SessionStateError,
     TurnPolicy,
 )
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._host.persister import SqlitePersister
-from relavium_reference._host.store import SessionStore
 from relavium_reference._model.commands import CommandFailed
 from relavium_reference._model.errors import PersistError
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
@@ -28,20 +28,20 @@ from relavium_reference._rules.resume import SessionResumeState, reconstruct_ses
 
 @pytest.fixture
 def store(tmp_path: Path):  # type: ignore[no-untyped-def]
-    opened = SessionStore.open(tmp_path / "state" / "history.db")
+    opened = HistoryStore.open(tmp_path / "state" / "history.db")
     yield opened
     opened.close()
 
 
-def _persisted(store: SessionStore, calls: list[dict[str, Any]], **deps: Any):  # type: ignore[no-untyped-def]
+def _persisted(store: HistoryStore, calls: list[dict[str, Any]], **deps: Any):  # type: ignore[no-untyped-def]
     return make_session(calls=calls, persister=SqlitePersister(store), **deps)
 
 
-def _rows(store: SessionStore, session_id: str = "s-test") -> list[tuple[str, list[str]]]:
+def _rows(store: HistoryStore, session_id: str = "s-test") -> list[tuple[str, list[str]]]:
     return [(m.role, [p.type for p in m.content]) for m in store.load_messages(session_id)]
 
 
-def test_start_persists_the_session_row(store: SessionStore) -> None:
+def test_start_persists_the_session_row(store: HistoryStore) -> None:
     h = _persisted(store, [])
     run(h.session.start())
     record = store.load_session("s-test")
@@ -49,7 +49,7 @@ def test_start_persists_the_session_row(store: SessionStore) -> None:
     assert record.context.working_dir == "."
 
 
-def test_a_completed_turn_commits_user_structure_and_terminal(store: SessionStore) -> None:
+def test_a_completed_turn_commits_user_structure_and_terminal(store: HistoryStore) -> None:
     h = _persisted(
         store, [tool_call("c1", "echo", '{"secret": "arg-value"}', preamble="Let me."), text_call("done")]
     )
@@ -71,7 +71,7 @@ def test_a_completed_turn_commits_user_structure_and_terminal(store: SessionStor
     assert (record.total_input_tokens, record.total_output_tokens) == (17, 8)
 
 
-def test_an_empty_final_still_writes_a_terminal_text_row(store: SessionStore) -> None:
+def test_an_empty_final_still_writes_a_terminal_text_row(store: HistoryStore) -> None:
     h = _persisted(store, [text_call("")])
 
     async def scenario() -> None:
@@ -84,7 +84,7 @@ def test_an_empty_final_still_writes_a_terminal_text_row(store: SessionStore) ->
     assert messages[1].content[0].text == ""  # type: ignore[union-attr]
 
 
-def test_errors_and_aborts_commit_no_transcript_but_record_cost(store: SessionStore) -> None:
+def test_errors_and_aborts_commit_no_transcript_but_record_cost(store: HistoryStore) -> None:
     provider = GatedProvider([gated_reply()])
     aborted = make_session(provider, persister=SqlitePersister(store), session_id="s-abort")
     failing = _persisted(store, [error_call("overloaded", after_text="partial")], session_id="s-fail")
@@ -119,7 +119,7 @@ class _RawFailingPersister(SqlitePersister):
         raise OSError("disk full")
 
 
-def test_a_raw_commit_failure_rejects_after_the_fixed_terminal(store: SessionStore) -> None:
+def test_a_raw_commit_failure_rejects_after_the_fixed_terminal(store: HistoryStore) -> None:
     h = make_session(calls=[text_call("reply")], persister=_RawFailingPersister(store))
 
     async def scenario() -> None:
@@ -136,7 +136,7 @@ def test_a_raw_commit_failure_rejects_after_the_fixed_terminal(store: SessionSto
     assert store.load_messages("s-test") == ()
 
 
-def test_a_failed_commit_latches_the_session(store: SessionStore) -> None:
+def test_a_failed_commit_latches_the_session(store: HistoryStore) -> None:
     h = make_session(
         calls=[text_call("reply"), text_call("never")],
         persister=_FailingPersister(store),
@@ -168,7 +168,7 @@ def test_a_failed_commit_latches_the_session(store: SessionStore) -> None:
     assert store.load_messages("s-test") == ()
 
 
-def _resume(store: SessionStore, session_id: str, calls: list[dict[str, Any]], **deps: Any):  # type: ignore[no-untyped-def]
+def _resume(store: HistoryStore, session_id: str, calls: list[dict[str, Any]], **deps: Any):  # type: ignore[no-untyped-def]
     record, messages = store.load_full(session_id)
     state = reconstruct_session_state(record, messages)
     provider = ScriptedProvider({"calls": calls})
@@ -189,7 +189,7 @@ def _resume(store: SessionStore, session_id: str, calls: list[dict[str, Any]], *
     return session, provider, events
 
 
-def test_resume_continues_the_conversation_without_started(store: SessionStore) -> None:
+def test_resume_continues_the_conversation_without_started(store: HistoryStore) -> None:
     h = _persisted(store, [tool_call("c1", "echo"), text_call("first answer"), text_call("")])
 
     async def first_life() -> None:
@@ -211,7 +211,7 @@ def test_resume_continues_the_conversation_without_started(store: SessionStore) 
     assert session.turns_used == 3
 
 
-def test_resume_honours_the_hard_cap_with_the_reconstructed_count(store: SessionStore) -> None:
+def test_resume_honours_the_hard_cap_with_the_reconstructed_count(store: HistoryStore) -> None:
     h = _persisted(store, [text_call("a"), text_call("b")])
 
     async def first_life() -> None:

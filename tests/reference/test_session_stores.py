@@ -11,7 +11,7 @@ import pytest
 
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._model.store_shapes import DAY_MS, UNKNOWN, SessionError, SessionPlacement
+from relavium_reference._model.session_store_shapes import DAY_MS, UNKNOWN, SessionError, SessionPlacement
 
 
 class Clock:

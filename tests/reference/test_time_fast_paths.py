@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relavium_reference._model.messages import _check_timestamp
-from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms
+from relavium_reference._rules.history_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

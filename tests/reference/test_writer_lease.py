@@ -17,7 +17,7 @@ import pytest
 from enginekit import make_session, run, text_call
 
 from relavium_reference import SessionContext, SqlitePersister
-from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.history_store import HistoryStore, StoreError
 from relavium_reference._model.errors import PersistError
 from relavium_reference._model.messages import parse_agent_session_record
 from relavium_reference._model.records import CostEntry, parse_completed_turn
@@ -53,7 +53,7 @@ def _busy(exc: BaseException) -> bool:
 
 def test_a_second_store_cannot_write_a_session_another_store_writes(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    with SessionStore.open(db) as first, SessionStore.open(db) as second:
+    with HistoryStore.open(db) as first, HistoryStore.open(db) as second:
         first.create_session(_record())
         first.commit_turn("s-1", _turn("one"))
         with pytest.raises(PersistError) as refused:
@@ -74,9 +74,9 @@ def test_a_second_store_cannot_write_a_session_another_store_writes(tmp_path: Pa
 
 def test_release_and_close_hand_the_lease_on(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    first = SessionStore.open(db)
-    second = SessionStore.open(db)
-    third = SessionStore.open(db)
+    first = HistoryStore.open(db)
+    second = HistoryStore.open(db)
+    third = HistoryStore.open(db)
     try:
         first.create_session(_record())
         first.release_writer("s-1")
@@ -93,7 +93,7 @@ def test_release_and_close_hand_the_lease_on(tmp_path: Path) -> None:
 
 def test_a_cancelled_session_releases_its_lease(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    with SessionStore.open(db) as live, SessionStore.open(db) as other:
+    with HistoryStore.open(db) as live, HistoryStore.open(db) as other:
         h = make_session(
             calls=[text_call("first reply")],
             persister=SqlitePersister(live),
@@ -121,9 +121,9 @@ def test_a_cancelled_session_releases_its_lease(tmp_path: Path) -> None:
 
 _HOLDER = """
 import sys
-from relavium_reference._host.store import SessionStore
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._model.messages import parse_agent_session_record
-store = SessionStore.open(sys.argv[1])
+store = HistoryStore.open(sys.argv[1])
 stamp = "2026-01-01T00:00:00Z"
 store.create_session(parse_agent_session_record({"id": "s-1", "agentSlug": "coder",
     "context": {"workingDir": "/w"}, "createdAt": stamp, "updatedAt": stamp}))
@@ -140,7 +140,7 @@ def test_a_killed_writer_leaves_no_stale_lease(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "holding"
-        with SessionStore.open(db) as store:
+        with HistoryStore.open(db) as store:
             with pytest.raises(PersistError) as refused:
                 store.commit_turn("s-1", _turn("while held"))
             assert _busy(refused.value)

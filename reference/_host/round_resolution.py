@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from relavium_reference._model.budget import UsageSettled
+from relavium_reference._model.usage_writer import UsageSettled
 
 __all__ = ["PendingResolution"]
 

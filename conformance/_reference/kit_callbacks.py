@@ -13,14 +13,14 @@ from typing import Any
 from relavium_conformance._wire.budget_messages import HostAdmitResult, HostUsageResult
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import Callback
-from relavium_reference._model.budget import (
+from relavium_reference._model.invocation import AdmissionRefused, AdmissionRequest, Admitted
+from relavium_reference._model.usage_writer import (
     UsageBasis,
     UsagePending,
     UsageResolved,
     UsageSettled,
     UsageTotals,
 )
-from relavium_reference._model.invocation import AdmissionRefused, AdmissionRequest, Admitted
 from relavium_reference._rules.budget import budget_message
 
 __all__ = ["KitAdmission", "KitUsageWriter", "poke_estimate"]

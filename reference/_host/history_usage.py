@@ -30,7 +30,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from relavium_reference._model.budget import (
+from relavium_reference._model.errors import PersistError
+from relavium_reference._model.usage_writer import (
     Coverage,
     ModelPrice,
     UsageBasis,
@@ -39,10 +40,9 @@ from relavium_reference._model.budget import (
     UsageSettled,
     UsageTotals,
 )
-from relavium_reference._model.errors import PersistError
 
 if TYPE_CHECKING:
-    from relavium_reference._host.store import SessionStore
+    from relavium_reference._host.history_store import HistoryStore
     from relavium_reference._model.records import CompletedTurn
 
 __all__ = ["USAGE_SCHEMA", "SqliteUsageWriter", "usage_totals"]
@@ -85,7 +85,7 @@ def usage_totals(db: sqlite3.Connection, session_id: str) -> UsageTotals:
 class SqliteUsageWriter:
     """One session's writer over the store; ``prices`` maps a model to its price (absent: unpriced)."""
 
-    def __init__(self, store: SessionStore, session_id: str, prices: Mapping[str, ModelPrice]) -> None:
+    def __init__(self, store: HistoryStore, session_id: str, prices: Mapping[str, ModelPrice]) -> None:
         self._store = store
         self._session_id = session_id
         self._prices = dict(prices)

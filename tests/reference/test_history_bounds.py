@@ -18,12 +18,12 @@ import pytest
 from enginekit import make_session, minimal_record, run, text_call
 from pydantic import ValidationError
 
+from relavium_reference._host.history_store import HistoryStore, PersistError
 from relavium_reference._host.persister import SqlitePersister
-from relavium_reference._host.store import PersistError, SessionStore
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import TextPart
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, parse_completed_turn
-from relavium_reference._rules.store_rows import StoreError
+from relavium_reference._rules.history_rows import StoreError
 
 _MAX = 2**63 - 1
 _FIELDS = {
@@ -33,8 +33,8 @@ _FIELDS = {
 }
 
 
-def _store(tmp_path: Path) -> SessionStore:
-    store = SessionStore.open(tmp_path / "history.db")
+def _store(tmp_path: Path) -> HistoryStore:
+    store = HistoryStore.open(tmp_path / "history.db")
     store.create_session(minimal_record())
     return store
 
@@ -123,7 +123,7 @@ def test_a_committed_text_with_a_lone_surrogate_is_a_persist_error(tmp_path: Pat
 
 @pytest.mark.parametrize("text", ["hi \ud800", "\udfff", "a\udc80b"])
 def test_user_text_with_a_lone_surrogate_is_refused_before_the_turn(tmp_path: Path, text: str) -> None:
-    store = SessionStore.open(tmp_path / "history.db")
+    store = HistoryStore.open(tmp_path / "history.db")
     harness = make_session(calls=[text_call("ok")], persister=SqlitePersister(store))
 
     async def scenario() -> None:

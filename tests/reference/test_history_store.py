@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relavium_reference._host.store import (
+from relavium_reference._host.history_store import (
     SCHEMA_VERSION,
     STORE_ERRORS,
-    SessionStore,
+    HistoryStore,
     StoreError,
     epoch_ms,
     iso_from_ms,
@@ -45,8 +45,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SessionStore]:
-    with SessionStore.open(db_path, clock=_Clock()) as opened:
+def store(db_path: Path) -> Iterator[HistoryStore]:
+    with HistoryStore.open(db_path, clock=_Clock()) as opened:
         yield opened
 
 
@@ -134,7 +134,7 @@ def test_database_file_is_0600_and_its_directory_0700_whatever_the_umask(tmp_pat
     path = tmp_path / "fresh" / "nested" / "history.db"
     previous = os.umask(0)
     try:
-        with SessionStore.open(path) as opened:
+        with HistoryStore.open(path) as opened:
             opened.create_session(_record())
             opened.commit_turn("s1", _turn())
             files = [f for f in path.parent.rglob("*") if f.is_file()]
@@ -151,7 +151,7 @@ def test_database_file_is_0600_and_its_directory_0700_whatever_the_umask(tmp_pat
     assert set(modes.values()) == {0o600}
 
 
-def test_store_uses_wal_foreign_keys_and_a_schema_version(store: SessionStore, db_path: Path) -> None:
+def test_store_uses_wal_foreign_keys_and_a_schema_version(store: HistoryStore, db_path: Path) -> None:
     with _raw(db_path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -168,27 +168,27 @@ def test_store_uses_wal_foreign_keys_and_a_schema_version(store: SessionStore, d
 
 
 def test_reopening_keeps_the_data(db_path: Path) -> None:
-    with SessionStore.open(db_path) as first:
+    with HistoryStore.open(db_path) as first:
         first.create_session(_record())
         first.commit_turn("s1", _turn())
-    with SessionStore.open(db_path) as second:
+    with HistoryStore.open(db_path) as second:
         record, messages = second.load_full("s1")
     assert len(messages) == 2
     assert record.total_cost_microcents == 100
 
 
 def test_an_unknown_schema_version_is_refused(db_path: Path) -> None:
-    SessionStore.open(db_path).close()
+    HistoryStore.open(db_path).close()
     with _raw(db_path) as connection:
         connection.execute("PRAGMA user_version = 99")
     connection.close()
     with pytest.raises(StoreError) as caught:
-        SessionStore.open(db_path)
+        HistoryStore.open(db_path)
     assert caught.value.code == "schema_version"
 
 
 def test_a_closed_store_refuses_work(db_path: Path) -> None:
-    opened = SessionStore.open(db_path)
+    opened = HistoryStore.open(db_path)
     opened.close()
     opened.close()
     with pytest.raises(StoreError, match=STORE_ERRORS["closed"]):
@@ -198,33 +198,33 @@ def test_a_closed_store_refuses_work(db_path: Path) -> None:
 # -- sessions ------------------------------------------------------------------------------------
 
 
-def test_create_then_load_normalises_timestamps_to_utc_milliseconds(store: SessionStore) -> None:
+def test_create_then_load_normalises_timestamps_to_utc_milliseconds(store: HistoryStore) -> None:
     created = store.create_session(_record(title="Hello"))
     assert created.created_at == "2026-03-01T08:00:00.000Z"
     assert created.context.git_ref == "main"
     assert store.load_session("s1") == created
 
 
-def test_a_new_session_starts_from_zero(store: SessionStore) -> None:
+def test_a_new_session_starts_from_zero(store: HistoryStore) -> None:
     with pytest.raises(InvalidInputError, match="zero totals"):
         store.create_session(_record(totalCostMicrocents=5))
 
 
-def test_duplicate_session_is_refused(store: SessionStore) -> None:
+def test_duplicate_session_is_refused(store: HistoryStore) -> None:
     store.create_session(_record())
     with pytest.raises(StoreError) as caught:
         store.create_session(_record())
     assert caught.value.code == "session_exists"
 
 
-def test_missing_session_is_a_store_error(store: SessionStore) -> None:
+def test_missing_session_is_a_store_error(store: HistoryStore) -> None:
     with pytest.raises(StoreError) as caught:
         store.load_session("nope")
     assert caught.value.code == "session_not_found"
     assert isinstance(caught.value, DependencyError)
 
 
-def test_soft_deleted_session_is_not_found_but_its_rows_stay(store: SessionStore, db_path: Path) -> None:
+def test_soft_deleted_session_is_not_found_but_its_rows_stay(store: HistoryStore, db_path: Path) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
     store.delete_session("s1")
@@ -236,7 +236,7 @@ def test_soft_deleted_session_is_not_found_but_its_rows_stay(store: SessionStore
     connection.close()
 
 
-def test_update_session_changes_only_the_given_fields(store: SessionStore) -> None:
+def test_update_session_changes_only_the_given_fields(store: HistoryStore) -> None:
     store.create_session(_record(title="Original"))
     updated = store.update_session("s1", status="exported", exported_workflow_path="/w/flow.relavium.yaml")
     assert (updated.status, updated.title, updated.exported_workflow_path) == (
@@ -251,7 +251,7 @@ def test_update_session_changes_only_the_given_fields(store: SessionStore) -> No
 # -- turn commits --------------------------------------------------------------------------------
 
 
-def test_commit_writes_user_structural_rows_and_terminal_with_gap_free_numbers(store: SessionStore) -> None:
+def test_commit_writes_user_structural_rows_and_terminal_with_gap_free_numbers(store: HistoryStore) -> None:
     store.create_session(_record())
     first = store.commit_turn("s1", _turn("first question", calls=2))
     second = store.commit_turn("s1", _turn("second", final=""))
@@ -263,7 +263,7 @@ def test_commit_writes_user_structural_rows_and_terminal_with_gap_free_numbers(s
     assert store.load_messages("s1") == (*first, *second)
 
 
-def test_commit_updates_totals_cost_rows_and_title_in_the_same_step(store: SessionStore) -> None:
+def test_commit_updates_totals_cost_rows_and_title_in_the_same_step(store: HistoryStore) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn("  Refactor   the parser please  ", cost=100))
     store.commit_turn("s1", _turn("something else", cost=50))
@@ -284,14 +284,14 @@ def test_commit_updates_totals_cost_rows_and_title_in_the_same_step(store: Sessi
     )
 
 
-def test_commit_keeps_an_existing_title_and_accepts_a_given_one(store: SessionStore) -> None:
+def test_commit_keeps_an_existing_title_and_accepts_a_given_one(store: HistoryStore) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn("first"), title="Chosen title")
     store.commit_turn("s1", _turn("second"), title="Ignored")
     assert store.load_session("s1").title == "Chosen title"
 
 
-def test_committed_rows_carry_the_finish_reason_columns(store: SessionStore, db_path: Path) -> None:
+def test_committed_rows_carry_the_finish_reason_columns(store: HistoryStore, db_path: Path) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn(calls=1, finishReason="length"))
     with _raw(db_path) as connection:
@@ -343,7 +343,7 @@ def test_committed_rows_carry_the_finish_reason_columns(store: SessionStore, db_
     ]
 
 
-def test_failed_commit_writes_nothing_and_the_store_stays_usable(store: SessionStore) -> None:
+def test_failed_commit_writes_nothing_and_the_store_stays_usable(store: HistoryStore) -> None:
     store.create_session(_record())
     good = store.commit_turn("s1", _turn("first"))
     before = store.load_full("s1")
@@ -361,19 +361,19 @@ def test_failed_commit_writes_nothing_and_the_store_stays_usable(store: SessionS
     assert [m.sequence_number for m in after] == [2, 3]
 
 
-def test_commit_to_a_missing_session_is_a_persist_error(store: SessionStore) -> None:
+def test_commit_to_a_missing_session_is_a_persist_error(store: HistoryStore) -> None:
     with pytest.raises(PersistError) as caught:
         store.commit_turn("ghost", _turn())
     assert isinstance(caught.value.__cause__, StoreError)
 
 
-def test_commit_refuses_anything_but_a_completed_turn(store: SessionStore) -> None:
+def test_commit_refuses_anything_but_a_completed_turn(store: HistoryStore) -> None:
     store.create_session(_record())
     with pytest.raises(InvalidInputError):
         store.commit_turn("s1", {"user": "hi"})  # type: ignore[arg-type]
 
 
-def test_commit_keeps_caller_ids_and_timestamps(store: SessionStore) -> None:
+def test_commit_keeps_caller_ids_and_timestamps(store: HistoryStore) -> None:
     store.create_session(_record())
     turn = parse_completed_turn(
         {
@@ -394,7 +394,7 @@ def test_commit_keeps_caller_ids_and_timestamps(store: SessionStore) -> None:
 # -- cost of uncommitted turns -------------------------------------------------------------------
 
 
-def test_record_cost_adds_money_without_transcript(store: SessionStore) -> None:
+def test_record_cost_adds_money_without_transcript(store: HistoryStore) -> None:
     store.create_session(_record())
     store.record_cost("s1", CostEntry(model="gpt-x", input_tokens=5, output_tokens=1, cost_microcents=30))
     record = store.record_cost("s1", CostEntry(model="gpt-x", cost_microcents=0, unpriced_calls=1))
@@ -404,7 +404,7 @@ def test_record_cost_adds_money_without_transcript(store: SessionStore) -> None:
     assert (row.call_count, row.unpriced_calls, row.input_tokens) == (2, 1, 5)
 
 
-def test_record_cost_for_a_missing_session_writes_nothing(store: SessionStore, db_path: Path) -> None:
+def test_record_cost_for_a_missing_session_writes_nothing(store: HistoryStore, db_path: Path) -> None:
     with pytest.raises(StoreError):
         store.record_cost("ghost", CostEntry(model="m", cost_microcents=1))
     with _raw(db_path) as connection:
@@ -415,7 +415,7 @@ def test_record_cost_for_a_missing_session_writes_nothing(store: SessionStore, d
 # -- markers -------------------------------------------------------------------------------------
 
 
-def test_markers_are_system_rows_with_a_boundary(store: SessionStore) -> None:
+def test_markers_are_system_rows_with_a_boundary(store: HistoryStore) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn("q1"))
     store.commit_turn("s1", _turn("q2"))
@@ -431,7 +431,7 @@ def test_markers_are_system_rows_with_a_boundary(store: SessionStore) -> None:
 
 
 @pytest.mark.parametrize("through", [-1, 2, 10])
-def test_a_marker_must_point_at_an_existing_earlier_row(store: SessionStore, through: int) -> None:
+def test_a_marker_must_point_at_an_existing_earlier_row(store: HistoryStore, through: int) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
     with pytest.raises(InvalidInputError, match="existing earlier message"):
@@ -442,7 +442,7 @@ def test_a_marker_must_point_at_an_existing_earlier_row(store: SessionStore, thr
 # -- append-only ---------------------------------------------------------------------------------
 
 
-def test_messages_cannot_be_updated_or_deleted(store: SessionStore, db_path: Path) -> None:
+def test_messages_cannot_be_updated_or_deleted(store: HistoryStore, db_path: Path) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
     with _raw(db_path) as connection:
@@ -453,7 +453,7 @@ def test_messages_cannot_be_updated_or_deleted(store: SessionStore, db_path: Pat
     connection.close()
 
 
-def test_hard_deleting_a_session_cascades_to_its_rows(store: SessionStore, db_path: Path) -> None:
+def test_hard_deleting_a_session_cascades_to_its_rows(store: HistoryStore, db_path: Path) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
     with _raw(db_path) as connection:
@@ -536,7 +536,7 @@ TAMPERING = [
 
 @pytest.mark.parametrize(("sql", "code"), TAMPERING, ids=[f"{i}-{c}" for i, (_, c) in enumerate(TAMPERING)])
 def test_a_row_that_disagrees_with_its_body_is_refused_on_read(
-    store: SessionStore, db_path: Path, sql: str, code: str
+    store: HistoryStore, db_path: Path, sql: str, code: str
 ) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn(calls=1))
@@ -563,7 +563,7 @@ SESSION_TAMPERING = [
 
 @pytest.mark.parametrize(("sql", "code"), SESSION_TAMPERING, ids=[c for _, c in SESSION_TAMPERING])
 def test_a_session_row_that_disagrees_with_its_context_or_costs_is_refused(
-    store: SessionStore, db_path: Path, sql: str, code: str
+    store: HistoryStore, db_path: Path, sql: str, code: str
 ) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
@@ -573,7 +573,7 @@ def test_a_session_row_that_disagrees_with_its_context_or_costs_is_refused(
     assert caught.value.code == code
 
 
-def test_a_null_body_reads_as_no_parts(store: SessionStore, db_path: Path) -> None:
+def test_a_null_body_reads_as_no_parts(store: HistoryStore, db_path: Path) -> None:
     store.create_session(_record())
     store.commit_turn("s1", _turn())
     store.append_marker("s1", dropped_through_sequence=1, text="")
@@ -617,7 +617,7 @@ def test_committed_turns_read_back_identically(
     tmp_path: Path, specs: list[tuple[str, str, int, int]]
 ) -> None:
     path = Path(tempfile.mkdtemp(dir=tmp_path)) / "history.db"
-    with SessionStore.open(path) as opened:
+    with HistoryStore.open(path) as opened:
         opened.create_session(_record())
         written = []
         for index, (user, final, calls, cost) in enumerate(specs):
@@ -636,3 +636,14 @@ def test_committed_turns_read_back_identically(
     assert [state.messages[s.start].text for s in state.completed_turn_spans] == [
         f"{i} {spec[0]}" for i, spec in enumerate(specs)
     ]
+
+
+def test_the_old_name_session_store_is_a_deprecated_alias_of_history_store() -> None:
+    """``relavium_reference.SessionStore`` (the ``history.db`` store's name before ``HistoryStore``) still
+    answers the same class for one release, and every read of it warns."""
+    import relavium_reference
+
+    with pytest.warns(DeprecationWarning, match="HistoryStore"):
+        old = relavium_reference.SessionStore
+    assert old is relavium_reference.HistoryStore
+    assert "SessionStore" not in relavium_reference.__all__

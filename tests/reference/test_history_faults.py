@@ -25,7 +25,7 @@ from fuzzkit import SQLITE_VALUES, quick_record, quick_timestamps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relavium_reference._host.store import SessionStore, StoreError
+from relavium_reference._host.history_store import HistoryStore, StoreError
 from relavium_reference._model.errors import InvalidInputError, PersistError, RelaviumError
 from relavium_reference._model.messages import parse_agent_session_record
 from relavium_reference._model.records import parse_completed_turn
@@ -94,7 +94,7 @@ def test_opening_a_store_on_a_full_disk_is_a_store_error(tmp_path: Path) -> None
 @pytest.mark.skipif(not _POSIX, reason="RLIMIT_FSIZE is POSIX-only")
 def test_a_full_disk_fails_the_commit_cleanly_and_keeps_every_committed_turn(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.create_session(_record("full-disk"))
     limit = db.stat().st_size + 96 * 1024
     result = _child(db, limit, "commit")
@@ -108,7 +108,7 @@ def test_a_full_disk_fails_the_commit_cleanly_and_keeps_every_committed_turn(tmp
         }
     ]
     assert result["committed"] >= 1  # the limit leaves room for some turns, not for all
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         record, messages = store.load_full("full-disk")
         costs = store.load_costs("full-disk")
         store.commit_turn("full-disk", _turn("after"))  # the store is usable once there is room
@@ -125,7 +125,7 @@ def test_a_full_disk_fails_the_commit_cleanly_and_keeps_every_committed_turn(tmp
 
 
 def test_the_reported_unreadable_created_at_is_refused_on_write(tmp_path: Path) -> None:
-    with SessionStore.open(tmp_path / "history.db") as store:
+    with HistoryStore.open(tmp_path / "history.db") as store:
         with pytest.raises(InvalidInputError) as caught:
             store.create_session(_record(createdAt="0001-01-01T00:00:00+23:59"))
         assert caught.value.location == "createdAt"
@@ -135,7 +135,7 @@ def test_the_reported_unreadable_created_at_is_refused_on_write(tmp_path: Path) 
 
 
 def test_an_unreadable_draft_timestamp_fails_the_commit_and_writes_nothing(tmp_path: Path) -> None:
-    with SessionStore.open(tmp_path / "history.db") as store:
+    with HistoryStore.open(tmp_path / "history.db") as store:
         store.create_session(_record())
         with pytest.raises(PersistError) as caught:
             store.commit_turn("s-1", _turn(timestamp="9999-12-31T23:59:59-23:59"))
@@ -151,7 +151,7 @@ def test_whatever_the_store_accepts_it_loads_and_exports_again(record: dict[str,
         parsed = parse_agent_session_record({**record, "totalCostMicrocents": 0})
     except InvalidInputError:
         return
-    with tempfile.TemporaryDirectory() as folder, SessionStore.open(Path(folder) / "history.db") as store:
+    with tempfile.TemporaryDirectory() as folder, HistoryStore.open(Path(folder) / "history.db") as store:
         try:
             store.create_session(parsed)
         except InvalidInputError:
@@ -211,7 +211,7 @@ def _raw_update(db: Path, sql: str, value: Any) -> None:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a database holding one session and one turn (each example starts from a copy)."""
     db = tmp_path_factory.mktemp("seed") / "history.db"
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.create_session(_record())
         store.commit_turn("s-1", _turn())
     connection = sqlite3.connect(db)
@@ -244,7 +244,7 @@ def test_a_tampered_row_is_a_store_error_naming_the_row(
         except sqlite3.IntegrityError:
             return  # a NOT NULL or CHECK column SQLite itself protects
         refusal: StoreError | None = None
-        with SessionStore.open(db) as store:
+        with HistoryStore.open(db) as store:
             try:
                 store.load_full("s-1")
             except StoreError as exc:
@@ -261,11 +261,11 @@ def test_a_tampered_row_is_a_store_error_naming_the_row(
 
 def test_a_stored_created_at_out_of_range_names_its_row(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.create_session(_record())
         store.commit_turn("s-1", _turn())
     _raw_update(db, "UPDATE session_messages SET created_at = ? WHERE sequence_number = 2", -(10**14))
-    with SessionStore.open(db) as store, pytest.raises(StoreError) as caught:
+    with HistoryStore.open(db) as store, pytest.raises(StoreError) as caught:
         store.load_full("s-1")
     assert caught.value.code == "invalid_message"
     assert caught.value.row == "session_messages rowid 3"
@@ -278,14 +278,14 @@ def test_a_stored_created_at_out_of_range_names_its_row(tmp_path: Path) -> None:
 @pytest.mark.skipif(not _POSIX, reason="POSIX file modes")
 def test_an_existing_loose_database_and_its_side_files_are_tightened_on_open(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.create_session(_record())
     side = [db.with_name("history.db-wal"), db.with_name("history.db-shm")]
     for path in side:
         path.write_bytes(b"")
     for path in (db, *side):
         os.chmod(path, 0o644)
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.commit_turn("s-1", _turn())
         modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir() if p.is_file()}
     assert modes == {"history.db": 0o600, "history.db-wal": 0o600, "history.db-shm": 0o600}
@@ -297,7 +297,7 @@ def test_side_files_of_a_loose_database_are_created_private(tmp_path: Path) -> N
     connection = sqlite3.connect(db)  # another tool made the file, world-readable, no side files
     connection.close()
     os.chmod(db, 0o644)
-    with SessionStore.open(db) as store:
+    with HistoryStore.open(db) as store:
         store.create_session(_record())
         modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir() if p.is_file()}
     assert set(modes) >= {"history.db", "history.db-wal", "history.db-shm"}
@@ -317,5 +317,5 @@ def test_a_database_that_cannot_be_tightened_is_refused(
 
     monkeypatch.setattr(os, "chmod", not_owner)
     with pytest.raises(StoreError) as caught:
-        SessionStore.open(db)
+        HistoryStore.open(db)
     assert caught.value.code == "permissions"

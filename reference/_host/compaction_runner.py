@@ -30,7 +30,6 @@ from relavium_reference._host.provider_stream import close_soon
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._host.turn import PlanEntry, ProviderResolver
 from relavium_reference._host.usage import publish_cost
-from relavium_reference._model.budget import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import (
     CompactionReason,
@@ -69,8 +68,9 @@ from relavium_reference._model.llm import (
 )
 from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import MemoryPolicySpec
+from relavium_reference._model.usage_writer import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.vocabulary import ProviderId
-from relavium_reference._rules.compaction import SUMMARY_MAX_TOKENS, EntryWindow, pass_input_limit
+from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS, EntryWindow, pass_input_limit
 from relavium_reference._rules.compaction_plan import (
     MAX_PASSES,
     CompactionPlan,

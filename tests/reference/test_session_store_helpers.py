@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relavium_reference._host.session_store_memory import TtlSessionStore
-from relavium_reference._model.store_shapes import SessionError, SessionErrorCode
-from relavium_reference._rules.store_helpers import (
+from relavium_reference._model.session_store_shapes import SessionError, SessionErrorCode
+from relavium_reference._rules.session_store_helpers import (
     bounded_tail,
     has_conversation_content,
     has_session_fork,

@@ -3,7 +3,7 @@
 No I/O here: timestamps to epoch milliseconds and back, strict JSON, the denormalised columns a
 message row carries (derived from its canonical body on write, compared with it again on read), and
 the fixed errors of the store (KD-DB-3, KD-DB-4).
-:mod:`relavium_reference._host.store` runs SQLite around it.
+:mod:`relavium_reference._host.history_store` runs SQLite around it.
 """
 
 from __future__ import annotations

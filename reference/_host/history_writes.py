@@ -1,7 +1,7 @@
 """The statements of ``history.db``'s hot write transactions, run inside a transaction the caller holds.
 
-:class:`~relavium_reference._host.store.SessionStore` opens the ``BEGIN IMMEDIATE`` transaction, holds the
-writer lease and maps errors; these functions only write.  What they keep cheap, per transaction:
+:class:`~relavium_reference._host.history_store.HistoryStore` opens the ``BEGIN IMMEDIATE`` transaction,
+holds the writer lease and maps errors; these functions only write.  What they keep cheap, per transaction:
 
 * a write checks that its session is live with one indexed ``SELECT 1`` (it needs nothing more of the
   row);
@@ -33,8 +33,8 @@ from relavium_reference._model.messages import (
     message_text,
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry, MessageDraft, derive_title
-from relavium_reference._rules.store_fast import MESSAGE_COLUMNS, fast_message
-from relavium_reference._rules.store_rows import (
+from relavium_reference._rules.history_fast import MESSAGE_COLUMNS, fast_message
+from relavium_reference._rules.history_rows import (
     StoreError,
     iso_from_ms,
     message_row,
@@ -166,7 +166,7 @@ def _stored(
     denormalised columns against the body).  Whatever it does not
     decide takes the full path: the message validated, its row built and read back by the full reader,
     refused exactly as before.  Both paths give the same row (``values_row``) and the same message
-    (``tests/reference/test_store_writes.py``).  ``stamp`` is ``now`` as ISO text.
+    (``tests/reference/test_history_writes.py``).  ``stamp`` is ``now`` as ISO text.
     """
     content = draft.content
     if (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relavium_reference._model.store_shapes import SessionError, SessionErrorCode
+from relavium_reference._model.session_store_shapes import SessionError, SessionErrorCode
 
 __all__ = [
     "CONVERSATION_TYPES",

@@ -16,12 +16,12 @@ import pytest
 from enginekit import AGENT, make_session, run, text_call, tool_call
 
 from relavium_reference import AgentSession, ScriptedProvider, SessionDeps
+from relavium_reference._host.history_store import SCHEMA_VERSION, HistoryStore, StoreError
+from relavium_reference._host.history_usage import SqliteUsageWriter, usage_totals
 from relavium_reference._host.persister import SqlitePersister
-from relavium_reference._host.store import SCHEMA_VERSION, SessionStore, StoreError
-from relavium_reference._host.store_usage import SqliteUsageWriter, usage_totals
-from relavium_reference._model.budget import ModelPrice, UsageTotals
 from relavium_reference._model.errors import PersistError
 from relavium_reference._model.llm import StopChunk, TextDelta, Usage
+from relavium_reference._model.usage_writer import ModelPrice, UsageTotals
 from relavium_reference._rules.resume import reconstruct_session_state
 
 PRICES = {"model-a": ModelPrice(input_microcents=3, output_microcents=10)}
@@ -34,17 +34,17 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db_path: Path):  # type: ignore[no-untyped-def]
-    opened = SessionStore.open(db_path)
+    opened = HistoryStore.open(db_path)
     yield opened
     opened.close()
 
 
-def _session(store: SessionStore, calls: list[dict[str, Any]], prices: Any = PRICES, **deps: Any):  # type: ignore[no-untyped-def]
+def _session(store: HistoryStore, calls: list[dict[str, Any]], prices: Any = PRICES, **deps: Any):  # type: ignore[no-untyped-def]
     writer = SqliteUsageWriter(store, "s-test", prices)
     return make_session(calls=calls, persister=SqlitePersister(store), usage_writer=writer, **deps)
 
 
-def _resume(store: SessionStore, calls: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+def _resume(store: HistoryStore, calls: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
     record, messages = store.load_full("s-test")
     provider = ScriptedProvider({"calls": calls})
     events: list[Any] = []
@@ -67,7 +67,7 @@ def _resume(store: SessionStore, calls: list[dict[str, Any]]):  # type: ignore[n
     return session, events
 
 
-def _ledger(store: SessionStore) -> list[tuple[str, str, int]]:
+def _ledger(store: HistoryStore) -> list[tuple[str, str, int]]:
     return store.usage_read(
         "s-test",
         lambda db: [
@@ -77,7 +77,7 @@ def _ledger(store: SessionStore) -> list[tuple[str, str, int]]:
     )
 
 
-def _totals(store: SessionStore) -> UsageTotals:
+def _totals(store: HistoryStore) -> UsageTotals:
     return store.usage_read("s-test", lambda db: usage_totals(db, "s-test"))
 
 
@@ -91,7 +91,7 @@ def _refuse_messages(db_path: Path) -> None:
     other.close()
 
 
-def test_each_attempt_is_durable_and_the_turn_commit_carries_its_money(store: SessionStore) -> None:
+def test_each_attempt_is_durable_and_the_turn_commit_carries_its_money(store: HistoryStore) -> None:
     h = _session(store, [tool_call("c1", "echo"), text_call("done")])
 
     async def scenario() -> None:
@@ -109,7 +109,7 @@ def test_each_attempt_is_durable_and_the_turn_commit_carries_its_money(store: Se
     assert published == [51, 131]
 
 
-def test_a_model_without_a_price_counts_as_missing(store: SessionStore) -> None:
+def test_a_model_without_a_price_counts_as_missing(store: HistoryStore) -> None:
     h = _session(store, [text_call("done")], prices={})
 
     async def scenario() -> None:
@@ -123,7 +123,7 @@ def test_a_model_without_a_price_counts_as_missing(store: SessionStore) -> None:
 
 
 def test_a_failed_commit_leaves_the_store_consistent_and_resume_adopts_the_ledger(
-    store: SessionStore, db_path: Path
+    store: HistoryStore, db_path: Path
 ) -> None:
     h = _session(store, [text_call("one"), text_call("two")])
 
@@ -176,7 +176,7 @@ class _SecondCallHangs:
         await asyncio.Event().wait()
 
 
-def test_an_aborted_attempt_stays_pending_and_resume_keeps_that_uncertainty(store: SessionStore) -> None:
+def test_an_aborted_attempt_stays_pending_and_resume_keeps_that_uncertainty(store: HistoryStore) -> None:
     provider = _SecondCallHangs()
     writer = SqliteUsageWriter(store, "s-test", PRICES)
     h = make_session(provider, persister=SqlitePersister(store), usage_writer=writer)
@@ -199,7 +199,7 @@ def test_an_aborted_attempt_stays_pending_and_resume_keeps_that_uncertainty(stor
         run(writer.open("fresh"))  # a complete-zero basis belongs to a fresh session only
 
 
-def test_an_unreported_resolution_is_unknown_coverage(store: SessionStore) -> None:
+def test_an_unreported_resolution_is_unknown_coverage(store: HistoryStore) -> None:
     no_usage = {"chunks": [{"type": "error", "error": {"kind": "bad_request", "message": "refused"}}]}
     h = _session(store, [no_usage])
 
@@ -213,7 +213,7 @@ def test_an_unreported_resolution_is_unknown_coverage(store: SessionStore) -> No
 
 
 def test_a_schema_1_file_is_migrated_in_place(db_path: Path) -> None:
-    h_store = SessionStore.open(db_path)
+    h_store = HistoryStore.open(db_path)
     h = make_session(calls=[text_call("one")], persister=SqlitePersister(h_store))
 
     async def scenario() -> None:
@@ -227,10 +227,10 @@ def test_a_schema_1_file_is_migrated_in_place(db_path: Path) -> None:
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()
-    readonly = SessionStore.open_readonly(db_path)  # a read-only open of schema 1 never migrates
+    readonly = HistoryStore.open_readonly(db_path)  # a read-only open of schema 1 never migrates
     assert len(readonly.load_messages("s-test")) == 2
     readonly.close()
-    with SessionStore.open(db_path) as reopened:
+    with HistoryStore.open(db_path) as reopened:
         assert len(reopened.load_messages("s-test")) == 2
         assert reopened.usage_read("s-test", lambda db: usage_totals(db, "s-test")) == UsageTotals()
     raw = sqlite3.connect(db_path)
@@ -238,13 +238,13 @@ def test_a_schema_1_file_is_migrated_in_place(db_path: Path) -> None:
     raw.close()
 
 
-def test_usage_of_an_unknown_session_is_refused(store: SessionStore) -> None:
+def test_usage_of_an_unknown_session_is_refused(store: HistoryStore) -> None:
     writer = SqliteUsageWriter(store, "missing", PRICES)
     with pytest.raises(StoreError):
         run(writer.open("fresh"))
 
 
-def test_a_failed_compaction_keeps_its_pass_in_the_ledger_and_the_cost_rows(store: SessionStore) -> None:
+def test_a_failed_compaction_keeps_its_pass_in_the_ledger_and_the_cost_rows(store: HistoryStore) -> None:
     from relavium_reference._model.invocation import ModelInfo
 
     empty_pass = {

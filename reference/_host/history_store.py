@@ -8,13 +8,13 @@ Rules the store keeps:
 
 * **Append-only, gap-free.**  Messages are never updated or deleted (triggers refuse it); the store
   assigns each new row ``max + 1`` inside the writing transaction.
-* **All or nothing.**  :meth:`SessionStore.commit_turn` writes a whole completed exchange, its cost
+* **All or nothing.**  :meth:`HistoryStore.commit_turn` writes a whole completed exchange, its cost
   rows and the session totals in one ``BEGIN IMMEDIATE`` transaction; on failure it rolls back and
   raises :class:`~relavium_reference.PersistError`, leaving the database as it was.
 * **One cost writer.**  ``SUM(session_costs.cost_microcents)`` always equals the session's
   ``total_cost_microcents`` (and the same for tokens): both sides move in the same transaction.
 * **Usage coverage is durable** (schema 2): ``session_usage`` holds one row per invocation the usage
-  writer saw (pending, resolved or unknown, with its money); :mod:`relavium_reference._host.store_usage`
+  writer saw (pending, resolved or unknown, with its money); :mod:`relavium_reference._host.history_usage`
   owns it.  A turn's money and missing-price count move into ``session_costs`` with the turn's commit.
 * **Denormalised columns are checked.**  ``content``, ``tool_calls``, ``tool_call_id``, ``name`` and
   ``finish_reason`` are derived from the canonical body (``content_parts``) on write and compared
@@ -36,9 +36,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from relavium_reference._host.store_files import WriterLeases, prepare_file
-from relavium_reference._host.store_usage import USAGE_SCHEMA
-from relavium_reference._host.store_writes import (
+from relavium_reference._host.history_files import WriterLeases, prepare_file
+from relavium_reference._host.history_usage import USAGE_SCHEMA
+from relavium_reference._host.history_writes import (
     add_cost,
     check_live,
     insert_message,
@@ -56,8 +56,8 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.records import CompletedTurn, CostEntry, SessionCostRow
-from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, MESSAGE_COLUMNS, fast_message
-from relavium_reference._rules.store_rows import (
+from relavium_reference._rules.history_fast import FAST_ROW_COLUMNS, MESSAGE_COLUMNS, fast_message
+from relavium_reference._rules.history_rows import (
     STORE_ERRORS,
     MessageColumns,
     StoreError,
@@ -73,8 +73,8 @@ from relavium_reference._rules.store_rows import (
 __all__ = [
     "SCHEMA_VERSION",
     "STORE_ERRORS",
+    "HistoryStore",
     "MessageColumns",
-    "SessionStore",
     "StoreError",
     "derive_columns",
     "epoch_ms",
@@ -185,7 +185,7 @@ def _default_clock() -> datetime:
 # ---------------------------------------------------------------------------------------------
 
 
-class SessionStore:
+class HistoryStore:
     """Durable sessions, transcripts and costs in one SQLite file.
 
     Build it with :meth:`open`.  Methods are synchronous and serialised by a lock, so an asyncio
@@ -208,7 +208,7 @@ class SessionStore:
     @classmethod
     def open(
         cls, path: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
-    ) -> SessionStore:
+    ) -> HistoryStore:
         """Open (creating if needed) ``history.db`` at ``path``: WAL, foreign keys on, schema ready."""
         target = Path(path)
         prepare_file(target)
@@ -247,7 +247,7 @@ class SessionStore:
     @classmethod
     def open_readonly(
         cls, path: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
-    ) -> SessionStore:
+    ) -> HistoryStore:
         """Open an existing ``history.db`` for reading only: nothing is created, tightened or written.
 
         SQLite opens the file read-only (``mode=ro``) and the connection is ``query_only``.  A file
@@ -325,7 +325,7 @@ class SessionStore:
             check_live(db, session_id)
             return action(db)
 
-    def __enter__(self) -> SessionStore:
+    def __enter__(self) -> HistoryStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

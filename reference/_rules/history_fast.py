@@ -1,7 +1,7 @@
 """The fast read of a ``session_messages`` row in the store's own canonical form.
 
 A full load of a long session read every row through
-:func:`~relavium_reference._rules.store_rows.message_from_row`: strict JSON (parse, then re-dump to
+:func:`~relavium_reference._rules.history_rows.message_from_row`: strict JSON (parse, then re-dump to
 prove the text canonical), a dict in wire form, pydantic validation of the message and of each part,
 then the denormalised columns derived again and compared.  About 25 µs a row, against about 3 µs to
 select and ``json.loads`` it.
@@ -15,13 +15,13 @@ select and ``json.loads`` it.
   tool-result parts (media and result attachments are left to the full path);
 * every field passes the model's own rule, checked directly (types, non-empty ids, the id and name
   patterns, parts allowed for the role, one result on a tool row, a compaction only on a system row);
-* the denormalised columns are what :func:`~relavium_reference._rules.store_rows.derive_columns`
+* the denormalised columns are what :func:`~relavium_reference._rules.history_rows.derive_columns`
   gives for the body (with the tool-calls column in its canonical text).
 
 It then builds the models with :func:`~relavium_reference._model.prebuilt.prebuilt`: the same values
 validation builds.  For any other row it returns ``None`` and the caller reads the row through the
 full path, which names the defect exactly as before; so a fast read accepts a subset of what the full
-path accepts, with the same values (``tests/reference/test_store_fast.py`` compares the two).
+path accepts, with the same values (``tests/reference/test_history_fast.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from relavium_reference._model.messages import (
 )
 from relavium_reference._model.prebuilt import prebuilt, prebuilt_parts
 from relavium_reference._model.vocabulary import TERMINAL_FINISH_REASONS
-from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, _second_text
+from relavium_reference._rules.history_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, _second_text
 
 __all__ = ["FAST_ROW_COLUMNS", "MESSAGE_COLUMNS", "fast_message"]
 

@@ -2,7 +2,7 @@
 
 :func:`prepare_file` creates the directory (0700) and the database file (0600) before SQLite touches them,
 and tightens an existing database and its side files (KD-DB-1, KD-DB-8).  :class:`WriterLeases` holds one
-store's writer leases (KD-DB-9).  :mod:`relavium_reference._host.store` uses both.
+store's writer leases (KD-DB-9).  :mod:`relavium_reference._host.history_store` uses both.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import stat
 import threading
 from pathlib import Path
 
-from relavium_reference._rules.store_rows import StoreError
+from relavium_reference._rules.history_rows import StoreError
 
 __all__ = ["WriterLeases", "prepare_file"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from relavium_reference._model.store_shapes import (
+from relavium_reference._model.session_store_shapes import (
     Durability,
     PlacedRow,
     SessionMetadata,

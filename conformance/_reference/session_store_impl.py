@@ -23,16 +23,16 @@ from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import INVALID_INPUT, OPERATIONS, SESSION_ERROR, Callback
+from relavium_reference._host.session_store_live import INHERIT, StoreSession
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._host.store_session import INHERIT, StoreSession
-from relavium_reference._model.store_shapes import (
+from relavium_reference._model.session_store_shapes import (
     SessionError,
     SessionErrorCode,
     SessionPlacement,
     Unknown,
 )
-from relavium_reference._rules.store_helpers import (
+from relavium_reference._rules.session_store_helpers import (
     bounded_tail,
     has_conversation_content,
     is_session_conflict,

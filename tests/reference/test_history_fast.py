@@ -1,4 +1,4 @@
-"""The fast read of stored message rows (``_rules/store_fast.py``) against the full read it shortcuts.
+"""The fast read of stored message rows (``_rules/history_fast.py``) against the full read it shortcuts.
 
 * A row the write side produced, of any shape the fast path covers (text with any unicode, empty
   text, reasoning with and without ``redacted``, tool calls after preamble text, tool results with
@@ -32,8 +32,8 @@ from relavium_reference._model.messages import (
     parse_session_message,
 )
 from relavium_reference._model.prebuilt import prebuilt, prebuilt_supported
-from relavium_reference._rules.store_fast import FAST_ROW_COLUMNS, fast_message
-from relavium_reference._rules.store_rows import (
+from relavium_reference._rules.history_fast import FAST_ROW_COLUMNS, fast_message
+from relavium_reference._rules.history_rows import (
     MAX_EPOCH_MS,
     MIN_EPOCH_MS,
     StoreError,

@@ -1,4 +1,4 @@
-"""A tool round's usage write runs while the round's tools do (``_host/round_accounting.py``).
+"""A tool round's usage write runs while the round's tools do (``_host/round_resolution.py``).
 
 The writer here is played by the test: its ``resolved`` write waits on events the tools raise, so every
 interleaving below is forced by events, never by time (the ``wait_for`` bounds only guard against a hang).
@@ -14,15 +14,15 @@ import pytest
 from enginekit import AGENT, make_session, run, text_call, tool_call
 
 from relavium_reference import FunctionTool, ToolOutput, ToolRegistry
-from relavium_reference._model.budget import (
+from relavium_reference._model.records import CostEntry
+from relavium_reference._model.tools import ToolCallInfo
+from relavium_reference._model.usage_writer import (
     UsageBasis,
     UsagePending,
     UsageResolved,
     UsageSettled,
     UsageTotals,
 )
-from relavium_reference._model.records import CostEntry
-from relavium_reference._model.tools import ToolCallInfo
 
 HANG_GUARD = 30.0
 TWO_TOOLS = AGENT.model_copy(update={"tools": ("first", "second")})

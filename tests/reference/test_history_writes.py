@@ -1,4 +1,4 @@
-"""A turn's rows as the store writes them (``_host/store_writes._stored``) against the full path.
+"""A turn's rows as the store writes them (``_host/history_writes._stored``) against the full path.
 
 The rows the engine writes (drafts that leave id and timestamp to the store) are built from the draft's
 values and decided by the load's fast reader; every other draft takes the full path (the message
@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from relavium_reference._host import store_writes
+from relavium_reference._host import history_writes
+from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._host.persister import completed_turn
-from relavium_reference._host.store import SessionStore
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart
 from relavium_reference._model.messages import (
@@ -30,7 +30,7 @@ from relavium_reference._model.messages import (
     ToolResultPart,
 )
 from relavium_reference._model.records import CostEntry, MessageDraft
-from relavium_reference._rules.store_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms, stored_message
+from relavium_reference._rules.history_rows import MAX_EPOCH_MS, MIN_EPOCH_MS, iso_from_ms, stored_message
 
 _MANY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _HANDLE = "media://sha256-" + "cd" * 32
@@ -151,9 +151,9 @@ def _both(draft: MessageDraft, session_id: str, sequence: int, now: int, reason:
         )
     except (InvalidInputError, ValidationError) as refused:
         with pytest.raises(type(refused)):
-            store_writes._stored(draft, finish_reason=reason, **args)
+            history_writes._stored(draft, finish_reason=reason, **args)
         return
-    row, message = store_writes._stored(draft, finish_reason=reason, **args)
+    row, message = history_writes._stored(draft, finish_reason=reason, **args)
     assert row == full[0]
     assert list(row) == list(full[0])
     _same(message, full[1])
@@ -200,14 +200,14 @@ def test_the_engines_rows_take_the_fast_path_and_media_the_full_one() -> None:
         }
     )
     args = {"session_id": "s", "sequence": 0, "message_id": "m-1", "now": 0, "stamp": iso_from_ms(0)}
-    with mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")):
+    with mock.patch.object(history_writes, "stored_message", side_effect=AssertionError("full path")):
         for draft in (user, terminal):
-            row, message = store_writes._stored(draft, finish_reason="stop", **args)
+            row, message = history_writes._stored(draft, finish_reason="stop", **args)
             assert message.content == draft.content
             assert row["created_at"] == 0
         with pytest.raises(AssertionError, match="full path"):
-            store_writes._stored(media, finish_reason=None, **args)
-    row, message = store_writes._stored(media, finish_reason=None, **args)
+            history_writes._stored(media, finish_reason=None, **args)
+    row, message = history_writes._stored(media, finish_reason=None, **args)
     assert message.content == media.content
 
 
@@ -217,11 +217,11 @@ def test_a_draft_built_without_validation_takes_the_full_path() -> None:
     draft = MessageDraft.model_construct(role="user", content=({"type": "text", "text": "q"},))
     args = {"session_id": "s", "sequence": 0, "message_id": "m-1", "now": 0, "stamp": iso_from_ms(0)}
     with (
-        mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")),
+        mock.patch.object(history_writes, "stored_message", side_effect=AssertionError("full path")),
         pytest.raises(AssertionError, match="full path"),
     ):
-        store_writes._stored(draft, finish_reason=None, **args)
-    row, message = store_writes._stored(draft, finish_reason=None, **args)
+        history_writes._stored(draft, finish_reason=None, **args)
+    row, message = history_writes._stored(draft, finish_reason=None, **args)
     assert message.content == (TextPart(text="q"),)
     assert row["content"] == "q"
 
@@ -248,9 +248,9 @@ def test_a_structural_turn_takes_the_fast_path_end_to_end(tmp_path: Path) -> Non
         finish_reason="length",
         costs=[CostEntry(model="m", input_tokens=1)],
     )
-    store = SessionStore.open(tmp_path / "history.db")
+    store = HistoryStore.open(tmp_path / "history.db")
     store.create_session(minimal_record())
-    with mock.patch.object(store_writes, "stored_message", side_effect=AssertionError("full path")):
+    with mock.patch.object(history_writes, "stored_message", side_effect=AssertionError("full path")):
         committed = store.commit_turn("s-1", turn)
     assert [m.role for m in committed] == ["user", "assistant", "tool", "assistant"]
     result = committed[2].content[0]
