@@ -26,7 +26,7 @@ from typing import Any
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 from relavium_conformance._run.runner import run_sync
-from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import (
     MISBEHAVIOUR_TIMEOUT,

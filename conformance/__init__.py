@@ -38,7 +38,7 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
     )
     from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
     from relavium_conformance._run.runner import RunOutcome, run_cases, run_cases_sync
-    from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
+    from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS, BrokenImplementation
     from relavium_conformance._selftest.proofs import SelftestReport, run_selftest
     from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter
     from relavium_conformance._wire.jsonrpc import (

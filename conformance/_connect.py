@@ -147,7 +147,7 @@ def resolve_adapter(
     if bare.startswith("python:"):
         return InProcessAdapter(label, python_factory(bare))
     if bare.startswith("broken:"):
-        from relavium_conformance._selftest.broken import broken_by_name
+        from relavium_conformance._selftest.breaks import broken_by_name
 
         try:
             broken = broken_by_name(bare[len("broken:") :])

@@ -64,7 +64,7 @@ def register(subparsers: Any) -> None:
 def serve_variant(name: str) -> int:
     """Serve the broken implementation or compliant alternative ``name`` over stdio until ``bye``."""
     from relavium_conformance._reference.stdio_server import serve_stdio
-    from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+    from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
     from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 
     factories = {b.name: b.factory() for b in BROKEN_IMPLEMENTATIONS}

@@ -192,8 +192,10 @@ class ForkOfMissingCreates(SqliteSessionStore):
 class ForkSharesHistory(SqliteSessionStore):
     """A fork's writes land in its source too (the copy is not independent)."""
 
-    async def _append(self, session_id: str, entries: list[dict[str, Any]]) -> None:
-        await super()._append(session_id, entries)
+    async def _append(
+        self, session_id: str, entries: list[dict[str, Any]], base: int | None = None
+    ) -> None:
+        await super()._append(session_id, entries, base)
         row = self._row(session_id)
         if row is not None and row["forked_from"]:
             await super()._append(row["forked_from"], entries)

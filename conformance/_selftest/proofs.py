@@ -22,7 +22,7 @@ from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseResult, CaseStatus, RunResult
 from relavium_conformance._run.parallel import fork_available, map_in_processes_meanwhile
 from relavium_conformance._run.runner import run_cases, run_sync
-from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS, BrokenImplementation
+from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
 

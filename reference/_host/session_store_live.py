@@ -33,7 +33,11 @@ __all__ = [
     "mint_id",
 ]
 
-Writer = Callable[[str, list[dict[str, Any]]], Awaitable[None]]
+Writer = Callable[..., Awaitable[None]]
+"""``writer(session_id, batch, base=n)``: persist ``batch`` after the first ``n`` committed entries.  A
+store whose stored history no longer has exactly ``n`` entries (another replica wrote meanwhile) refuses
+with ``conflict`` (KD-SS-1) and writes nothing; ``base=None`` (a store's own internal copy) skips that
+check."""
 
 
 def mint_id() -> str:
@@ -81,7 +85,7 @@ class StoreSession:
     async def commit(self) -> None:
         batch, self._staged = self._staged, []
         if batch:
-            await self._writer(self.session_id, batch)
+            await self._writer(self.session_id, batch, base=len(self._committed))
             self._committed.extend(batch)
 
     async def append(self, entries: Iterable[Any]) -> None:

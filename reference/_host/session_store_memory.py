@@ -81,10 +81,14 @@ class InMemorySessionRepo:
         row = self._rows.get(session_id)
         return [] if row is None else [dict(e) for e in row.entries]
 
-    async def append(self, session_id: str, entries: list[dict[str, Any]]) -> None:
+    async def append(
+        self, session_id: str, entries: list[dict[str, Any]], base: int | None = None
+    ) -> None:
         row = self._rows.get(session_id)
         if row is None:
             raise SessionError(SessionErrorCode.NOT_FOUND, f"no session {session_id}")
+        if base is not None and base != len(row.entries):
+            raise SessionError(SessionErrorCode.CONFLICT, f"{session_id} moved on since this view")
         row.entries.extend(dict(e) for e in entries)
 
     def delete(self, session_id: str) -> None:

@@ -17,6 +17,10 @@ the same file (another connection, another process, a restart) reaches every ses
   declaration allows), so ``forget`` and ``release`` agree for it; ``pin`` and ``unpin`` are no-ops (no
   idle sweep).
 
+* **Appends** from several processes are serialised by the write lock, and one made from a view that
+  another process has moved past (the stored history no longer ends where the view does) is refused
+  with ``conflict``: the history stays one chain, never two interleaved turns.
+
 Every writing transaction is ``BEGIN IMMEDIATE`` on a connection opened with ``isolation_level=None``.
 """
 
@@ -148,13 +152,17 @@ class SqliteSessionStore:
         ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
-    async def _append(self, session_id: str, entries: list[dict[str, Any]]) -> None:
-        with self._write() as db:
+    async def _append(
+        self, session_id: str, entries: list[dict[str, Any]], base: int | None = None
+    ) -> None:
+        with self._write() as db:  # BEGIN IMMEDIATE: one writer at a time across every process
             if db.execute("SELECT 1 FROM store_sessions WHERE id = ?", (session_id,)).fetchone() is None:
                 raise SessionError(SessionErrorCode.NOT_FOUND, f"no session {session_id}")
             (top,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM store_entries WHERE session_id = ?", (session_id,)
             ).fetchone()
+            if base is not None and top != base:  # another process appended since this view was read
+                raise SessionError(SessionErrorCode.CONFLICT, f"{session_id} moved on since this view")
             db.executemany(
                 "INSERT INTO store_entries (session_id, seq, entry) VALUES (?, ?, ?)",
                 [(session_id, top + i + 1, json.dumps(e, sort_keys=True)) for i, e in enumerate(entries)],

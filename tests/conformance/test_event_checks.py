@@ -19,7 +19,7 @@ from relavium_conformance._judge.events import (
 )
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
 from relavium_conformance._run.runner import run_cases
-from relavium_conformance._selftest.broken import broken_by_name
+from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import serve_command
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter

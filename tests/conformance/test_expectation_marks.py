@@ -18,7 +18,7 @@ from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult
 from relavium_conformance._report.wording import difference_lines
 from relavium_conformance._run.runner import run_cases
-from relavium_conformance._selftest.broken import broken_by_name
+from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.protocol import Callback
 

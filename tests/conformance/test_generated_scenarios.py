@@ -11,7 +11,7 @@ from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.cases import Case, load_case
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases_sync
-from relavium_conformance._selftest.broken import broken_by_name
+from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance.strategies import build_case, case_to_yaml, generated_cases
 

@@ -8,7 +8,7 @@ import pytest
 
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
-from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import run_selftest
 

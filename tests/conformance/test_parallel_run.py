@@ -103,7 +103,7 @@ def test_map_in_processes_keeps_order_and_uses_other_processes() -> None:
 def test_selftest_jobs_give_the_verdicts_of_one_process() -> None:
     """``selftest -j N`` judges each broken implementation in a forked process: the same verdicts."""
     from relavium_conformance._reference.impl import ReferenceImplementation
-    from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+    from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
     from relavium_conformance._selftest.proofs import check_broken
     from relavium_conformance._wire.adapters import InProcessAdapter
 

@@ -13,22 +13,91 @@ import pytest
 
 from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._selftest.broken_cases2 import CASE_BREAKS
-from relavium_conformance._selftest.broken_ownership import OWNERSHIP_BREAKS
-from relavium_conformance._selftest.broken_pure2 import PURE_BREAKS_2
-from relavium_conformance._selftest.broken_rules2 import SESSION_BREAKS
-from relavium_conformance._selftest.broken_sessions import SIDE_BY_SIDE_BREAKS
-from relavium_conformance._selftest.broken_wire2 import WIRE_BREAKS_2
+from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._selftest.proofs import _statuses, check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter
 
-SECOND_SET = (
-    *SESSION_BREAKS,
-    *WIRE_BREAKS_2,
-    *PURE_BREAKS_2,
-    *CASE_BREAKS,
-    *SIDE_BY_SIDE_BREAKS,
-    *OWNERSHIP_BREAKS,
+SECOND_SET = tuple(
+    broken_by_name(name)
+    for name in (
+        "tool-round-is-a-turn",
+        "cancel-replays-tokens",
+        "empty-final-not-committed",
+        "policy-change-reseats",
+        "abort-emits-cancelled",
+        "command-runs-without-hook",
+        "command-reaches-the-model",
+        "default-cap-hundred",
+        "zero-cap-is-zero",
+        "cap-counts-requests",
+        "max-turns-ignored",
+        "aborted-turn-is-free",
+        "silent-turn-is-free",
+        "latch-forgotten",
+        "second-cancel-emits",
+        "resume-resets-the-cap",
+        "sink-failure-is-free",
+        "sink-failure-has-no-terminal",
+        "turn-start-failure-keeps-busy",
+        "refused-start-uses-a-slot",
+        "turn-started-after-cancel",
+        "commit-cancel-publishes",
+        "aborted-turn-committed",
+        "reseat-keeps-the-model",
+        "reseat-keeps-the-chain",
+        "busy-after-command",
+        "usage-of-the-last-request",
+        "failed-commit-loses-usage",
+        "error-message-names-the-cause",
+        "git-commit-ungoverned",
+        "tool-arguments-in-the-transcript",
+        "trimmed-without-kept-turns",
+        "unknown-part-fields-dropped",
+        "compaction-on-any-row-ignored",
+        "given-state-ignored",
+        "export-leaves-out-the-last-turn",
+        "export-skips-superseded-turns",
+        "export-redacts-keys",
+        "store-names-unchecked",
+        "store-drops-unknown-fields",
+        "store-drops-media-names",
+        "store-refuses-media",
+        "store-one-error-code",
+        "store-drops-byte-size",
+        "reconstruct-folds-same-role",
+        "reconstruct-empty-terminal-is-absent",
+        "reconstruct-reasoning-as-text",
+        "reconstruct-preamble-is-terminal",
+        "reconstruct-rollback-at-write-time",
+        "export-preamble-ends-the-turn",
+        "export-text-forgets-markers",
+        "export-legacy-text-is-a-node",
+        "raw-commit-failure-presented",
+        "classified-commit-failure-raised",
+        "refusals-reworded",
+        "misplaced-parts-dropped",
+        "media-refused",
+        "media-names-dropped",
+        "export-normalises-next-line",
+        "empty-final-forgotten",
+        "resume-forgets-empty-finals",
+        "resume-keeps-the-policy",
+        "final-stop-flattened",
+        "node-id-is-the-agent-id",
+        "reasoning-joins-the-reply",
+        "signature-committed",
+        "engaged-at-first-chunk",
+        "send-during-a-command",
+        "allowlist-matches-loosely",
+        "abort-stops-the-command",
+        "export-during-a-command",
+        "sessions-share-a-counter",
+        "events-to-the-first-session",
+        "sessions-share-an-id",
+        "sessions-share-a-transcript",
+        "busy-across-sessions",
+        "request-list-shared",
+    )
 )
 
 

@@ -9,7 +9,7 @@ from relavium_conformance._corpus.cases import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases
-from relavium_conformance._selftest.broken import BROKEN_IMPLEMENTATIONS
+from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.proofs import _citing, check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter
 
