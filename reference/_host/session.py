@@ -106,6 +106,7 @@ from relavium_reference._rules.resume import (
     resume_state_problem,
 )
 from relavium_reference._rules.trim import TrimPlan, plan_trim
+from relavium_reference._rules.turn_cap import cap_reached, check_max_tool_turns, slots_after
 from relavium_reference._rules.workflow_yaml import dump_yaml
 
 __all__ = [
@@ -133,8 +134,7 @@ class AgentSession(SessionAutoCompaction):
         session_id: str | None = None,
         agent_ref: str | None = None,
     ) -> None:
-        if deps.max_tool_turns < 0:
-            raise InvalidInputError("maxToolTurns must not be negative", location="maxToolTurns")
+        check_max_tool_turns(deps.max_tool_turns)
         self._agent = agent
         self._context = context
         self._deps = deps
@@ -309,7 +309,7 @@ class AgentSession(SessionAutoCompaction):
             await self._stamper.emit(SessionTurnStarted)
             if self._interrupt is not None:
                 return await self._settle_interrupted(progress)
-            if self._turns_used >= self._max_turns:
+            if cap_reached(self._turns_used, self._max_turns):
                 return await self._settle(
                     TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT), progress
                 )
@@ -643,8 +643,7 @@ class AgentSession(SessionAutoCompaction):
 
     def _count_turn(self, progress: TurnProgress) -> None:
         """Only a provider-engaged turn uses a slot of the hard cap."""
-        if progress.engaged:
-            self._turns_used += 1
+        self._turns_used = slots_after(self._turns_used, engaged=progress.engaged)
 
     def _tokens(self, progress: TurnProgress) -> TokensUsed:
         if not progress.engaged:

@@ -17,9 +17,8 @@ from typing import Literal
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.persister import TurnPersister
 from relavium_reference._host.stamper import Clock, SystemClock
-from relavium_reference._host.turn import DEFAULT_MAX_TOOL_TURNS, ProviderResolver
+from relavium_reference._host.turn import ProviderResolver
 from relavium_reference._model.commands import DEFAULT_OUTPUT_LIMIT
-from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.events import EventSink, TokensUsed, TurnError
 from relavium_reference._model.history_results import CompactionStartHook
 from relavium_reference._model.invocation import ALWAYS_ADMIT, Admission, ModelInfo
@@ -28,6 +27,11 @@ from relavium_reference._model.tools import ToolRegistry
 from relavium_reference._model.usage_writer import ModelPrice
 from relavium_reference._model.vocabulary import ProviderId, SessionStopReason
 from relavium_reference._rules.compaction_measure import DEFAULT_COMPACT_THRESHOLD
+from relavium_reference._rules.turn_cap import (
+    DEFAULT_MAX_TOOL_TURNS,
+    DEFAULT_SESSION_MAX_TURNS,
+    resolve_max_turns,
+)
 
 __all__ = [
     "DEFAULT_SESSION_MAX_TURNS",
@@ -37,8 +41,6 @@ __all__ = [
     "resolve_max_turns",
     "write_whole",
 ]
-
-DEFAULT_SESSION_MAX_TURNS = 50
 
 
 def _new_id() -> str:
@@ -104,12 +106,3 @@ class TurnResult(WireModel):
     text: str | None = None
     tokens_used: TokensUsed
     error: TurnError | None = None
-
-
-def resolve_max_turns(value: int | None) -> int:
-    """0 or absent means the default cap; a negative cap is refused."""
-    if value is None or value == 0:
-        return DEFAULT_SESSION_MAX_TURNS
-    if value < 0:
-        raise InvalidInputError("maxTurns must not be negative", location="maxTurns")
-    return value

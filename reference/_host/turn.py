@@ -84,6 +84,7 @@ from relavium_reference._rules.projection import (
     ProjectedRequest,
     project_request,
 )
+from relavium_reference._rules.turn_cap import DEFAULT_MAX_TOOL_TURNS, AttemptNext, after_attempt
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -100,7 +101,6 @@ __all__ = [
     "run_turn",
 ]
 
-DEFAULT_MAX_TOOL_TURNS = 16
 BACKOFF_BASE_SECONDS = 0.25
 BACKOFF_MAX_SECONDS = 8.0
 OUTPUT_SUMMARY_LIMIT = 200
@@ -306,11 +306,12 @@ async def run_turn(setup: TurnSetup, progress: TurnProgress) -> TurnEnd:
                 setup = recovery  # one fresh attempt with the compacted history
                 continue
             return recovery
-        if result.stop_reason is StopReason.TOOL_USE and result.calls:
-            if rounds_done >= setup.max_tool_turns:
-                _account_round(setup, progress, result)
-                await _finish_accounting(progress)
-                return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
+        next_step = after_attempt(result.stop_reason, len(result.calls), rounds_done, setup.max_tool_turns)
+        if next_step is AttemptNext.TURN_LIMIT:
+            _account_round(setup, progress, result)
+            await _finish_accounting(progress)
+            return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.TURN_LIMIT)
+        if next_step is AttemptNext.DISPATCH:
             rounds_done += 1
             progress.rounds_provider = result.provider
             _account_round(setup, progress, result)  # the write runs while the round's tools do
