@@ -4,7 +4,8 @@
   without being installed);
 * the **corpus version** names the exact set of cases and clauses: the number of case files and a
   digest of every file under ``fixtures/`` (two kits with the same corpus version judge alike);
-* the **protocol version** is the stdio protocol's ``MAJOR.MINOR`` sent in ``hello``.
+* the **protocol version** is the stdio protocol's ``MAJOR.MINOR`` sent in ``hello`` (the newest the
+  kit speaks; :data:`PROTOCOL_VERSIONS` lists every version it still serves, see ``docs/protocol.md``).
 
 Every other module asks here (``--version``, the ``hello`` the kit sends, the reference engine's own
 ``hello`` answer, the results document's ``kit`` block).
@@ -20,6 +21,7 @@ __all__ = [
     "CHECKOUT_VERSION",
     "DISTRIBUTION",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
     "REFERENCE_NAME",
     "corpus_version",
     "kit_version",
@@ -29,8 +31,12 @@ __all__ = [
 #: The distribution (and the kit's name in ``hello`` and in results).
 DISTRIBUTION: Final = "relavium-conformance"
 
-#: Version of the kit's stdio protocol, sent in ``hello``; implementations must answer the same major.
-PROTOCOL_VERSION: Final = "1.0"
+#: The newest version of the kit's stdio protocol, sent in ``hello`` (1.1: batch lines, KD-KIT-1).
+PROTOCOL_VERSION: Final = "1.1"
+
+#: Every protocol version the kit serves, oldest first: an implementation answering 1.0 is served 1.0's
+#: framing (no batch lines).  The changelog is ``docs/protocol.md``'s.
+PROTOCOL_VERSIONS: Final = ("1.0", "1.1")
 
 #: The reference engine's name in its ``hello`` answer (the kit takes snapshots of its runs by default).
 REFERENCE_NAME: Final = "relavium-reference"
@@ -70,4 +76,6 @@ def corpus_version() -> str:
 
 def version_line() -> str:
     """What ``relavium-conformance --version`` prints: one line with the three versions."""
-    return f"{DISTRIBUTION} {kit_version()} (corpus {corpus_version()}; protocol {PROTOCOL_VERSION})"
+    older = ", ".join(v for v in PROTOCOL_VERSIONS if v != PROTOCOL_VERSION)
+    protocol = f"protocol {PROTOCOL_VERSION}" + (f", also serves {older}" if older else "")
+    return f"{DISTRIBUTION} {kit_version()} (corpus {corpus_version()}; {protocol})"

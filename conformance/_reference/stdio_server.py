@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
+from relavium_conformance._wire.handshake import answer_protocol_version
 from relavium_conformance._wire.jsonrpc import DEFAULT_LINE_LIMIT, JsonRpcPeer, open_stdio_streams
 
 __all__ = ["MISBEHAVIOURS", "register", "serve_stdio"]
@@ -62,6 +63,8 @@ async def serve_stdio(
         if misbehave is not None:
             await _misbehave(misbehave, method, once_marker, writer)
         result = await implementation.handle(method, params)
+        if method == "hello":  # the newest version both sides speak (docs/protocol.md, the handshake)
+            result = {**result, "protocolVersion": answer_protocol_version(params.get("protocolVersion"))}
         if misbehave == "wrong-version" and method == "hello":
             result = {**result, "protocolVersion": "99.0"}
         return result
@@ -95,6 +98,16 @@ async def _misbehave(mode: str, method: str, once_marker: Path | None, writer: a
 
 def _main(args: argparse.Namespace) -> int:
     from relavium_conformance._reference.session_store_impl import both_profiles_factory
+
+    if args.store == "pg":  # a clear line and exit 3 (not started), never a traceback
+        from relavium_conformance._reference.session_store_pg import check_kit_dsn
+        from relavium_reference._model.errors import RelaviumError
+
+        try:
+            check_kit_dsn()
+        except RelaviumError as exc:
+            print(f"stdio-server: {exc}", file=sys.stderr, flush=True)
+            return 3
 
     factory: Any = both_profiles_factory(args.store)
     if args.capabilities is not None:
@@ -132,10 +145,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--store",
-        choices=("sqlite", "ttl"),
+        choices=("sqlite", "ttl", "pg"),
         default="sqlite",
         help="the session store served beside the engine (session-store profile): the durable SQLite "
-        "store (default) or the in-memory TTL store",
+        "store (default), the in-memory TTL store, or the PostgreSQL store on the server RELAVIUM_PG_DSN "
+        "names (a libpq connection string)",
     )
     parser.add_argument(
         "--capabilities",

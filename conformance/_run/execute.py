@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from relavium_conformance._corpus.cases import (
     ApprovalStep,
     Case,
@@ -523,6 +525,8 @@ async def execute_case(
             case, CaseStatus.UNSUPPORTED, reason=f"needs undeclared capability {', '.join(missing)}"
         )
         return result, Observation(), None
+    if (refusal := adapter.together_refusal()) is not None and _races_abort_and_cancel(case):
+        return CaseResult.of(case, CaseStatus.UNSUPPORTED, reason=refusal), Observation(), None
     workdir = tempfile.mkdtemp(prefix="relavium-case-")
     world = CaseWorld(case, adapter, handle, workdir, timeout)
     world.register = register
@@ -592,6 +596,24 @@ async def execute_case(
 
 
 _TOO_DEEP = "a value the implementation returned is nested too deep for the kit to judge"
+
+
+def _races_abort_and_cancel(value: Any) -> bool:
+    """Whether a ``do`` of the case issues an abort and a cancel together (KD-KIT-1): the one verdict
+    that rests on their arriving in one message (other lists keep their meaning on separate lines)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseModel):
+            together = getattr(item, "do", None)
+            if isinstance(together, tuple) and {"abort", "cancel"} <= {op.op for op in as_ops(together)}:
+                return True
+            stack.extend(getattr(item, name) for name in type(item).model_fields)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return False
 
 
 async def _drive(case: Case, adapter: Adapter, world: CaseWorld, handle: str, timeout: float) -> None:

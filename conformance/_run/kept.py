@@ -60,6 +60,9 @@ class KeptOpen:
     def take_leftovers(self) -> list[str]:
         return self.inner.take_leftovers()
 
+    def together_refusal(self) -> str | None:
+        return self.inner.together_refusal()
+
     def cork(self) -> None:
         self.inner.cork()
 

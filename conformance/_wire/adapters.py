@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeAlias
 
 from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageError
 from relavium_conformance._version import DISTRIBUTION, kit_version
+from relavium_conformance._wire.handshake import BATCH_LINES_SINCE, has_batch_lines
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.model import kit_parse
@@ -80,6 +81,11 @@ class Adapter(Protocol):
 
     def take_leftovers(self) -> list[str]:
         """Notes on processes the implementation left behind and the kit ended, since the last call."""
+        ...
+
+    def together_refusal(self) -> str | None:
+        """Why operations cannot be issued together (KD-KIT-1) to this implementation, naming the
+        protocol version it speaks; ``None`` when they can.  A case that needs it is ``unsupported``."""
         ...
 
     def cork(self) -> None:
@@ -193,6 +199,9 @@ class InProcessAdapter:
     def take_leftovers(self) -> list[str]:
         return []
 
+    def together_refusal(self) -> str | None:
+        return None  # calls started in one step run together in-process, whatever version is answered
+
     def cork(self) -> None:
         """Calls started together already run together in-process: nothing to hold."""
 
@@ -272,6 +281,16 @@ class StdioAdapter:
 
     def take_leftovers(self) -> list[str]:
         return self._connection.take_leftovers()
+
+    def together_refusal(self) -> str | None:
+        agreed = self._connection.protocol_version
+        if agreed is None or has_batch_lines(agreed):
+            return None
+        return (
+            f"operations issued together (KD-KIT-1) need protocol {BATCH_LINES_SINCE} or later (one batch "
+            f"line); the implementation speaks protocol {agreed}, which sends them on separate lines, so "
+            "whether they arrive together would depend on how the pipe splits the writes"
+        )
 
     def cork(self) -> None:
         self._connection.peer.cork()

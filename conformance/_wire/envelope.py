@@ -3,13 +3,15 @@
 Pure code (no asyncio): what :mod:`relavium_conformance._wire.jsonrpc` builds its peer from, and what
 the adapters and the validator share.  Also the one decoder of incoming lines, :func:`decode_line`, which
 refuses what a strict JSON reader would choke on later: numbers no double can hold (``1e400``), the
-``NaN``/``Infinity`` literals, and values nested deeper than :data:`MAX_DEPTH`.
+``NaN``/``Infinity`` literals, an object that repeats a key (which of the two values counts differs from
+one reader to the next), and values nested deeper than :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
@@ -212,7 +214,21 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object from its members, refusing a repeated key (readers disagree on which value wins)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"an object repeats the key {key[:40]!r}")
+            seen.add(key)
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+)
 
 
 def _may_nest_deeper(text: str, limit: int) -> bool:
@@ -224,9 +240,9 @@ def _may_nest_deeper(text: str, limit: int) -> bool:
 def decode_line(text: str) -> Any:
     """One JSON value from one line, or ``ValueError`` saying why not, in a few words.
 
-    Refused beyond plain JSON syntax: ``NaN``/``Infinity``, numbers no double holds (``1e400``), and
-    nesting deeper than :data:`MAX_DEPTH` (which would otherwise exhaust the recursion of the decoder or of
-    whatever reads the value next).
+    Refused beyond plain JSON syntax: ``NaN``/``Infinity``, numbers no double holds (``1e400``), an
+    object that repeats a key, and nesting deeper than :data:`MAX_DEPTH` (which would otherwise exhaust
+    the recursion of the decoder or of whatever reads the value next).
     """
     try:
         value = _DECODER.decode(text)
@@ -234,7 +250,9 @@ def decode_line(text: str) -> Any:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError:
         raise ValueError("not JSON") from None
-    except ValueError as exc:  # a refused constant or number, or an integer of too many digits
+    except ValueError as exc:  # a refused constant, number or key, or an integer of too many digits
+        if "integer string conversion" in str(exc):
+            raise ValueError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
         raise ValueError(first_line(exc)) from None
     if _may_nest_deeper(text, MAX_DEPTH) and _depth_exceeds(value, MAX_DEPTH):
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")

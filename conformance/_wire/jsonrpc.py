@@ -198,6 +198,9 @@ class JsonRpcPeer:
     ) -> None:
         self.handler = handler
         self.validate = validate
+        #: Whether :meth:`uncork` writes what it held as one batch line (protocol 1.1 and later) or as
+        #: separate lines (1.0, which has no batch line); the owner sets it once the version is agreed.
+        self.batch_lines = True
         #: Exceptions (other than :class:`RpcError`) raised by the handler, in order.
         self.handler_errors: list[BaseException] = []
         self._reader = reader
@@ -330,10 +333,14 @@ class JsonRpcPeer:
             self._corked = []
 
     async def uncork(self) -> None:
+        """Write what :meth:`cork` held: one batch line when :attr:`batch_lines` is set (however a pipe
+        splits it, the other side reads it whole), else each message on its own line, in one write."""
         lines, self._corked = self._corked, None
-        if len(lines or ()) > 1:  # one batch line: however a pipe splits it, the other side reads it whole
+        if len(lines or ()) > 1 and self.batch_lines:
             batch = b"[" + b",".join(line.rstrip(b"\n") for line in lines or ()) + b"]\n"
             await self._write(batch, "a batch of requests")
+        elif len(lines or ()) > 1:
+            await self._write(b"".join(lines or ()), "requests issued together")
         elif lines:
             await self._write(lines[0], "a request")
 
@@ -438,6 +445,10 @@ class JsonRpcPeer:
             raise
         finally:
             self._pending.pop(request_id, None)
+            # the peer may break while the request is still being written: the failure is raised from
+            # the write, and the future's copy of it must not be reported as never retrieved
+            if future.done() and not future.cancelled():
+                future.exception()
 
     async def notify(self, method: str, params: Params = None) -> None:
         """Send a notification (no answer expected).  Raises as :meth:`request` does when sending."""
@@ -505,6 +516,9 @@ class JsonRpcPeer:
             raise
         except (OSError, ValueError) as exc:  # a broken transport under the reader
             await self._crash(f"reading failed ({type(exc).__name__}: {first_line(exc)})")
+        except Exception as exc:  # whatever a line did to the reader: never a silent end, always a reason
+            what = f"{type(exc).__name__}: {first_line(exc)}"
+            self._fail(MalformedMessage(f"the kit could not read a message ({what})"))
 
     def _receive(self, raw: bytes) -> None:
         try:

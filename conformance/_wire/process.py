@@ -31,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._wire.handshake import check_protocol_version
+from relavium_conformance._version import PROTOCOL_VERSIONS
+from relavium_conformance._wire.handshake import agree_protocol_version, has_batch_lines, spoken_versions
 from relavium_conformance._wire.jsonrpc import (
     DEFAULT_LINE_LIMIT,
     PROTOCOL_VERSION,
@@ -158,10 +159,12 @@ class SubprocessConnection:
     ``command``: an argv list, or a string split by :func:`parse_command` (``stdio:`` prefix allowed).
     ``handler`` and ``validate`` are given to every :class:`JsonRpcPeer` this connection creates.
     ``request_timeout`` is the peers' default per-request timeout (``None`` = wait forever);
-    ``hello_timeout`` bounds the handshake; ``close_timeout`` bounds each step of stopping the
-    child (after ``bye``, after ``SIGTERM``); ``exit_wait`` is how long a crash reason waits for the exit
-    code and the last stderr lines.  The hello and bye messages are plain dicts: this class knows
-    nothing of the kit's message set beyond ``hello``'s ``protocolVersion``.
+    ``hello_timeout`` bounds the handshake, which sends ``protocol_version`` and agrees on one of
+    ``protocol_versions`` (see :mod:`.handshake`; 1.0 gets no batch lines); ``close_timeout`` bounds
+    each step of stopping the child (after ``bye``, after ``SIGTERM``); ``exit_wait`` is how long a
+    crash reason waits for the exit code and the last stderr lines.  The hello and bye messages are
+    plain dicts: this class knows nothing of the kit's message set beyond ``hello``'s
+    ``protocolVersion``.
     """
 
     def __init__(
@@ -177,6 +180,7 @@ class SubprocessConnection:
         line_limit: int = DEFAULT_LINE_LIMIT,
         stderr_lines: int = 200,
         protocol_version: str = PROTOCOL_VERSION,
+        protocol_versions: Sequence[str] = PROTOCOL_VERSIONS,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
@@ -190,6 +194,8 @@ class SubprocessConnection:
         self._line_limit = line_limit
         self._stderr_lines = stderr_lines
         self._protocol_version = protocol_version
+        self._protocol_versions = tuple(protocol_versions)
+        self._agreed: str | None = None
         self._cwd = cwd
         self._env = dict(env) if env is not None else None
         self._process: asyncio.subprocess.Process | None = None
@@ -258,6 +264,11 @@ class SubprocessConnection:
         return self._restarts
 
     @property
+    def protocol_version(self) -> str | None:
+        """The protocol version agreed at the last successful ``hello`` (``None`` before one)."""
+        return self._agreed
+
+    @property
     def hello_result(self) -> JsonObject | None:
         """The implementation's answer to the last successful ``hello``."""
         return self._hello_result
@@ -282,7 +293,7 @@ class SubprocessConnection:
 
         The request is ``hello`` with ``hello_params`` plus ``protocolVersion`` (the kit's) unless the
         params already carry one.  Raises :class:`~relavium_conformance._wire.jsonrpc.ProtocolMismatch`
-        (another major version, or an error answer), ``MalformedMessage`` (no usable
+        (a version the kit does not serve, or an error answer), ``MalformedMessage`` (no usable
         ``protocolVersion``), ``PeerTimeout``, ``PeerCrashed``; the child is stopped before any of these
         propagates, and :meth:`start` or :meth:`restart` may be tried again.  Raises
         :class:`KitUsageError` when the program cannot be executed, or the connection is already up.
@@ -356,10 +367,13 @@ class SubprocessConnection:
             result = await peer.request("hello", self._hello_params, timeout=self._hello_timeout)
         except RpcError as exc:
             raise ProtocolMismatch(
-                f"the implementation refused hello (the kit speaks protocol {self._protocol_version}): "
+                f"the implementation refused hello (the kit speaks protocol "
+                f"{spoken_versions(self._protocol_versions)}): "
                 f"error {exc.code}: {exc.message}"
             ) from None
-        check_protocol_version(self._protocol_version, result)
+        agreed = agree_protocol_version(result, self._protocol_versions)
+        self._agreed = agreed
+        peer.batch_lines = has_batch_lines(agreed)  # 1.0 has no batch line: corked requests go one a line
         answer: JsonObject = result
         return answer
 

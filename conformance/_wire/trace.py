@@ -129,6 +129,9 @@ class TracingAdapter:
     def take_leftovers(self) -> list[str]:
         return self._inner.take_leftovers()
 
+    def together_refusal(self) -> str | None:
+        return self._inner.together_refusal()
+
     def cork(self) -> None:
         self._inner.cork()
 

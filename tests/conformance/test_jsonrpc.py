@@ -21,8 +21,13 @@ from hypothesis import strategies as st
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import AdapterError
+from relavium_conformance._version import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from relavium_conformance._wire.envelope import MAX_DEPTH, _depth_exceeds, decode_line
-from relavium_conformance._wire.handshake import check_protocol_version
+from relavium_conformance._wire.handshake import (
+    agree_protocol_version,
+    answer_protocol_version,
+    has_batch_lines,
+)
 from relavium_conformance._wire.jsonrpc import (
     DEFAULT_LINE_LIMIT,
     INTERNAL_ERROR,
@@ -897,26 +902,60 @@ def test_the_envelope_schema_and_the_peers_own_check_agree(message: Any, valid: 
 
 
 # --------------------------------------------------------------------------------------------------
-# The hello version check
+# The hello version agreement
 
 
-@pytest.mark.parametrize("answered", ["1.0", "1.7", "1.0.3"])
-def test_a_hello_answer_of_the_same_major_is_accepted(answered: str) -> None:
-    assert check_protocol_version("1.0", {"protocolVersion": answered, "name": "x"}) == answered
+@pytest.mark.parametrize(
+    ("answered", "agreed"),
+    [("1.0", "1.0"), ("1.0.3", "1.0"), ("1.1", "1.1"), ("1.1.2", "1.1"), ("1.7", "1.1")],
+)
+def test_the_kit_speaks_its_newest_version_not_newer_than_the_answer(answered: str, agreed: str) -> None:
+    assert agree_protocol_version({"protocolVersion": answered, "name": "x"}, ("1.0", "1.1")) == agreed
+
+
+def test_an_answer_older_than_every_version_the_kit_serves_is_a_mismatch() -> None:
+    with pytest.raises(ProtocolMismatch) as caught:
+        agree_protocol_version({"protocolVersion": "1.0"}, ("1.1",))
+    assert "1.0" in caught.value.reason
+    assert "the kit speaks 1.1" in caught.value.reason
 
 
 @pytest.mark.parametrize("answered", ["2.0", "0.9", "10.0"])
 def test_a_hello_answer_of_another_major_is_a_mismatch_naming_both(answered: str) -> None:
     with pytest.raises(ProtocolMismatch) as caught:
-        check_protocol_version("1.0", {"protocolVersion": answered})
-    assert answered in caught.value.reason
-    assert "1.0" in caught.value.reason
+        agree_protocol_version({"protocolVersion": answered}, ("1.0", "1.1"))
+    assert f"speaks protocol {answered}," in caught.value.reason
+    assert "the kit speaks 1.0 and 1.1" in caught.value.reason
 
 
 @pytest.mark.parametrize("result", [None, "1.0", [1], {}, {"protocolVersion": 1}, {"protocolVersion": "v1"}])
 def test_a_garbled_hello_answer_is_malformed(result: Any) -> None:
     with pytest.raises(MalformedMessage, match="hello answer"):
-        check_protocol_version("1.0", result)
+        agree_protocol_version(result)
+
+
+@pytest.mark.parametrize(
+    ("offered", "answered"),
+    [
+        ("1.1", "1.1"),
+        ("1.0", "1.0"),
+        ("1.0.2", "1.0"),
+        ("1.9", "1.1"),
+        ("2.0", "1.1"),
+        (None, "1.1"),
+        ("x", "1.1"),
+    ],
+)
+def test_an_implementation_answers_the_newest_version_both_speak(offered: Any, answered: str) -> None:
+    assert answer_protocol_version(offered, ("1.0", "1.1")) == answered
+
+
+def test_only_1_0_lacks_batch_lines() -> None:
+    assert not has_batch_lines("1.0")
+    assert has_batch_lines("1.1")
+    assert has_batch_lines("1.4")
+    assert PROTOCOL_VERSION == PROTOCOL_VERSIONS[-1] == "1.1"
+    assert has_batch_lines(PROTOCOL_VERSION)
 
 
 _LIMIT = 60

@@ -20,6 +20,7 @@ import pytest
 
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._errors import KitUsageError
+from relavium_conformance._version import PROTOCOL_VERSION
 from relavium_conformance._wire.jsonrpc import (
     JsonObject,
     MalformedMessage,
@@ -82,9 +83,15 @@ def test_hello_carries_the_kit_protocol_version_and_returns_the_answer() -> None
         assert result == {
             "protocolVersion": "1.0",
             "name": "fake",
-            "received": {"kit": "relavium-conformance", "capabilities": ["stdio"], "protocolVersion": "1.0"},
+            "received": {
+                "kit": "relavium-conformance",
+                "capabilities": ["stdio"],
+                "protocolVersion": PROTOCOL_VERSION,
+            },
         }
         assert conn.hello_result == result
+        assert conn.protocol_version == "1.0"  # what the program answered: the kit speaks it
+        assert not conn.peer.batch_lines
         assert conn.running
         await assert_works(conn)
         await conn.close()
@@ -96,6 +103,8 @@ def test_a_minor_version_difference_is_accepted() -> None:
     async def scenario() -> None:
         conn = fake("--protocol-version", "1.4")
         assert (await conn.start())["protocolVersion"] == "1.4"
+        assert conn.protocol_version == PROTOCOL_VERSION  # a newer minor is served the kit's newest
+        assert conn.peer.batch_lines
         await conn.close()
 
     run(scenario)
@@ -357,8 +366,8 @@ def test_another_protocol_major_is_a_mismatch_naming_both_versions() -> None:
         conn = fake("--protocol-version", "2.0")
         with pytest.raises(ProtocolMismatch) as caught:
             await conn.start()
-        assert "2.0" in caught.value.reason
-        assert "1.0" in caught.value.reason
+        assert "speaks protocol 2.0," in caught.value.reason
+        assert "the kit speaks 1.0 and 1.1" in caught.value.reason
         assert not conn.running
         assert conn.returncode is not None
         await conn.close()
