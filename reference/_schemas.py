@@ -1,15 +1,13 @@
 """JSON Schemas (draft 2020-12) generated from the engine's boundary models.
 
 ``schemas/`` holds the committed copies; ``tests/test_schemas.py`` fails when a committed file and its
-model drift apart.  Regenerate with ``python -m relavium_reference._schemas`` (writes ``schemas/``).
+model drift apart.  ``relavium-conformance regen-schemas`` rewrites them (``--check`` only compares).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -25,7 +23,7 @@ from relavium_reference._model.strict_schema import strict_clean
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
 from relavium_reference._rules.resume import SessionResumeState
 
-__all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "strict_clean", "write_schemas"]
+__all__ = ["SCHEMA_DIALECT", "engine_schemas", "render", "strict_clean"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _ID_BASE = "https://relavium.dev/conformance/schemas/"
@@ -76,19 +74,3 @@ def engine_schemas() -> dict[str, dict[str, Any]]:
 def render(schema: dict[str, Any]) -> str:
     """The committed text of a generated schema: strict-clean (:func:`strict_clean`), sorted, indented."""
     return json.dumps(strict_clean(schema), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def write_schemas(directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, schema in engine_schemas().items():
-        path = directory / name
-        path.write_text(render(schema), encoding="utf-8")
-        written.append(path)
-    return written
-
-
-if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "schemas"
-    for path in write_schemas(target):
-        print(path)

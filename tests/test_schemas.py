@@ -30,7 +30,7 @@ def test_every_schema_is_valid_2020_12(path: Path) -> None:
 def test_committed_schema_matches_its_model(name: str) -> None:
     committed = (ROOT / "schemas" / name).read_text(encoding="utf-8")
     assert committed == render(engine_schemas()[name]), (
-        f"schemas/{name} drifted from its model: run `python -m relavium_reference._schemas`"
+        f"schemas/{name} drifted from its model: run `relavium-conformance regen-schemas`"
     )
 
 

@@ -11,10 +11,8 @@ and the method table of ``docs/protocol.md`` (generated; drift tests compare).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
@@ -43,7 +41,6 @@ __all__ = [
     "method_table_markdown",
     "protocol_schemas",
     "with_method_table",
-    "write_protocol_schemas",
 ]
 
 # JSON-RPC error codes an implementation uses for the session's own refusals.
@@ -427,15 +424,6 @@ def protocol_schemas() -> dict[str, dict[str, Any]]:
     return out
 
 
-def write_protocol_schemas(root: Path) -> None:
-    for name, schema in protocol_schemas().items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-
-
 def method_table_markdown() -> str:
     """The method table of ``docs/protocol.md`` (between its ``method-table`` markers)."""
     lines = [
@@ -462,11 +450,3 @@ def with_method_table(page: str) -> str:
     if not start or not end:
         raise ValueError("the page has no method-table markers")
     return head + start + method_table_markdown() + end + tail
-
-
-if __name__ == "__main__":  # regenerate schemas/protocol/ and the table of docs/protocol.md
-    from relavium_conformance._data import schemas_dir
-
-    write_protocol_schemas(schemas_dir())
-    page = schemas_dir().parent / "docs" / "protocol.md"
-    page.write_text(with_method_table(page.read_text(encoding="utf-8")), encoding="utf-8")

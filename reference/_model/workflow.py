@@ -18,8 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-import sys
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, StrictStr, model_validator
@@ -222,8 +220,3 @@ def render_schema() -> str:
     return (
         json.dumps(strict_clean(workflow_json_schema()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
-
-
-if __name__ == "__main__":  # regenerate: python -m relavium_reference._model.workflow [schemas dir]
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "schemas"
-    (target / SCHEMA_FILE).write_text(render_schema(), encoding="utf-8")

@@ -308,7 +308,7 @@ def test_committed_protocol_schemas_match_the_models() -> None:
     expected = protocol_schemas()
     methods = schemas_dir() / "protocol" / "methods"
     committed = {f"protocol/methods/{p.name}" for p in methods.glob("*.schema.json")}
-    assert committed == set(expected), "regenerate with _protocol.write_protocol_schemas(schemas_dir())"
+    assert committed == set(expected), "regenerate: relavium-conformance regen-schemas"
     for name, schema in expected.items():
         assert (schemas_dir() / name).read_text(encoding="utf-8") == render(schema), name
 

@@ -63,7 +63,7 @@ def test_method_names_are_unique() -> None:
 def test_the_documented_method_table_is_the_generated_one() -> None:
     page = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
     assert method_table_markdown() in page
-    assert with_method_table(page) == page, "regenerate: python -m relavium_conformance._wire.protocol"
+    assert with_method_table(page) == page, "regenerate: relavium-conformance regen-schemas"
 
 
 def test_case_operations_are_the_table_s() -> None:
