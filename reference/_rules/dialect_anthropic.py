@@ -37,7 +37,7 @@ from relavium_reference._model.llm import (
     Usage,
 )
 from relavium_reference._model.vocabulary import LlmErrorKind, StopReason
-from relavium_reference._rules.dialect_errors import error_from_reply, transport_error
+from relavium_reference._rules.dialect_errors import error_from_reply, parse_json, transport_error
 from relavium_reference._rules.sse import SseEvent
 
 __all__ = [
@@ -153,7 +153,7 @@ class AnthropicStream:
         if self.finished:
             return []
         try:
-            data = json.loads(sse.data)
+            data = parse_json(sse.data)
         except ValueError:
             return self._end([StreamErrorChunk(error=transport_error("anthropic", "malformed event data"))])
         if not isinstance(data, dict):

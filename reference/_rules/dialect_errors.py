@@ -8,6 +8,7 @@ ride along for diagnostics only (the session never shows an overflow's provider 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +16,16 @@ from relavium_reference._model.llm import LlmError
 from relavium_reference._model.vocabulary import LlmErrorKind
 from relavium_reference._rules.overflow import Dialect, classify_provider_error
 
-__all__ = ["error_from_reply", "transport_error"]
+__all__ = ["error_from_reply", "parse_json", "transport_error", "unexpected_status"]
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` that fails only with ``ValueError``: a value nested too deeply for the parser is
+    malformed like any other (a vendor's frame or error body is never that deep)."""
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
 
 
 def _inner(body: Any) -> Mapping[str, Any]:
@@ -48,4 +58,16 @@ def transport_error(dialect: Dialect, message: str, *, timeout: bool = False) ->
     """The connection failed, or the stream ended before the dialect's end-of-stream signal."""
     return LlmError(
         kind=LlmErrorKind.TIMEOUT if timeout else LlmErrorKind.TRANSPORT, message=message, provider=dialect
+    )
+
+
+def unexpected_status(dialect: Dialect, status: int) -> LlmError | None:
+    """A reply that is neither the stream (200) nor a failure (4xx, 5xx): a redirect (never followed: the
+    endpoint is the host's to configure) or another 1xx-3xx status is a transport failure, carrying the
+    status; ``None`` for a 4xx or 5xx, which the classifier reads."""
+    if 400 <= status <= 599:
+        return None
+    what = "a redirect, not followed" if 300 <= status < 400 else "no event stream"
+    return LlmError(
+        kind=LlmErrorKind.TRANSPORT, message=f"HTTP {status}: {what}", provider=dialect, status=status
     )

@@ -35,7 +35,7 @@ from relavium_reference._model.llm import (
     Usage,
 )
 from relavium_reference._model.vocabulary import StopReason
-from relavium_reference._rules.dialect_errors import error_from_reply, transport_error
+from relavium_reference._rules.dialect_errors import error_from_reply, parse_json, transport_error
 from relavium_reference._rules.overflow import Dialect
 from relavium_reference._rules.sse import SseEvent
 
@@ -143,7 +143,7 @@ class OpenAiStream:
         if sse.data.strip() == DONE:
             return self._done()
         try:
-            data = json.loads(sse.data)
+            data = parse_json(sse.data)
         except ValueError:
             message = "malformed chunk data"
             return self._end([StreamErrorChunk(error=transport_error(self.dialect, message))])

@@ -7,14 +7,38 @@ The rules followed are the event-stream format's own: ``data`` lines accumulate 
 ``event`` names the event (``message`` when absent), ``id`` is kept, a line starting with ``:`` is a
 comment (Anthropic's keep-alive pings are events, not comments), one space after the colon is dropped,
 and a blank line dispatches the event when it carried data.
+
+Decoding is linear in what arrives: an unfinished line is kept as the list of its pieces and joined once,
+when its end arrives, and each read is scanned once.  A sender cannot make it hold more than a bounded
+amount either: a line longer than ``max_line`` characters, or an event whose data outgrows ``max_event``,
+raises :class:`SseLimitError` as soon as the cap is passed (the decoder is spent after that).
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
-__all__ = ["SseDecoder", "SseEvent", "decode_all"]
+from relavium_reference._model.errors import DependencyError
+
+__all__ = ["DEFAULT_MAX_EVENT", "DEFAULT_MAX_LINE", "SseDecoder", "SseEvent", "SseLimitError", "decode_all"]
+
+DEFAULT_MAX_LINE = 4 * 1024 * 1024
+"""The longest line (in characters) a decoder keeps by default: 4 Mi."""
+DEFAULT_MAX_EVENT = 8 * 1024 * 1024
+"""The most data (in characters, its lines joined) one event may carry by default: 8 Mi."""
+
+_END_OF_LINE = re.compile(r"[\r\n]")
+
+
+class SseLimitError(DependencyError):
+    """A line or an event of the stream passed its cap; ``what`` is ``line`` or ``event``."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"a server-sent {what} exceeded {limit} characters")
+        self.what = what
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -29,11 +53,16 @@ class SseEvent:
 class SseDecoder:
     """Feed bytes with :meth:`feed`; each call returns the events completed so far, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_line: int = DEFAULT_MAX_LINE, max_event: int = DEFAULT_MAX_EVENT) -> None:
+        self.max_line = max_line
+        self.max_event = max_event
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
+        self._pieces: list[str] = []  # the unfinished line, as it arrived
+        self._pending = 0  # its length
+        self._after_cr = False  # the last line ended at a \r: a \n opening the next read belongs to it
         self._event = ""
         self._data: list[str] = []
+        self._size = 0  # the data held for the current event
         self._id: str | None = None
         self._first = True
 
@@ -44,38 +73,55 @@ class SseDecoder:
         """The end of the stream: a last line without its newline still counts; an undispatched event
         (no blank line after it) is dropped, as the format says."""
         events = self._lines(self._text.decode(b"", final=True))
-        if self._pending:
-            line, self._pending = self._pending, ""
-            self._field(line)
+        if self._pieces:
+            self._field(self._line(""))
         return events
 
     def _lines(self, text: str) -> list[SseEvent]:
         if self._first and text:
             self._first = False
             text = text.removeprefix("\ufeff")
-        buffer = self._pending + text
-        events: list[SseEvent] = []
         start = 0
-        index = 0
-        while index < len(buffer):
-            char = buffer[index]
-            if char == "\r":
-                if index + 1 == len(buffer):
-                    break  # maybe the first half of \r\n: wait for the next read
-                line = buffer[start:index]
-                index += 2 if buffer[index + 1] == "\n" else 1
-            elif char == "\n":
-                line = buffer[start:index]
-                index += 1
-            else:
-                index += 1
-                continue
-            start = index
+        if self._after_cr and text:
+            self._after_cr = False
+            start = 1 if text[0] == "\n" else 0
+        events: list[SseEvent] = []
+        length = len(text)
+        while start < length:
+            found = _END_OF_LINE.search(text, start)
+            if found is None:
+                self._keep(text[start:])
+                break
+            end = found.start()
+            line = self._line(text[start:end])
+            start = end + 1
+            if text[end] == "\r":
+                if start == length:
+                    self._after_cr = True
+                elif text[start] == "\n":
+                    start += 1
             event = self._field(line)
             if event is not None:
                 events.append(event)
-        self._pending = buffer[start:]
         return events
+
+    def _keep(self, piece: str) -> None:
+        self._pending += len(piece)
+        if self._pending > self.max_line:
+            raise SseLimitError("line", self.max_line)
+        self._pieces.append(piece)
+
+    def _line(self, last: str) -> str:
+        if not self._pieces:
+            line = last
+        else:
+            self._pieces.append(last)
+            line = "".join(self._pieces)
+            self._pieces = []
+            self._pending = 0
+        if len(line) > self.max_line:
+            raise SseLimitError("line", self.max_line)
+        return line
 
     def _field(self, line: str) -> SseEvent | None:
         if not line:
@@ -86,6 +132,9 @@ class SseDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._size += len(value) + 1
+            if self._size > self.max_event:
+                raise SseLimitError("event", self.max_event)
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -100,6 +149,7 @@ class SseDecoder:
         event = SseEvent(event=self._event or "message", data="\n".join(self._data), id=self._id)
         self._event = ""
         self._data = []
+        self._size = 0
         return event
 
 
