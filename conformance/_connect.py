@@ -4,6 +4,8 @@
 * ``reference-stdio``: the reference engine as a subprocess, through the stdio protocol;
 * ``reference-ttl``, ``reference-ttl-stdio``: the same with the in-memory TTL session store beside the
   engine instead of the durable SQLite store (both reference adapters serve both profiles);
+* ``reference-pg``, ``reference-pg-stdio``: the same with the PostgreSQL session store, on the server
+  the libpq connection string in ``RELAVIUM_PG_DSN`` names (unset or unreachable: not started, exit 3);
 * ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
 * ``broken:NAME``: one of the kit's deliberately broken implementations (``selftest`` lists them),
   in-process: to see what a failure looks like, or to prove a check bites;
@@ -32,23 +34,37 @@ from typing import TYPE_CHECKING, Any
 from relavium_conformance._errors import KitUsageError
 
 if TYPE_CHECKING:  # the adapters load when one is resolved: naming them (``--help``, ``run --list``) is cheap
+    from relavium_conformance._reference.session_store_impl import StoreKind
     from relavium_conformance._wire.adapters import Adapter, InProcessImplementation
     from relavium_conformance._wire.protocol import Callback
 
 __all__ = [
     "ADAPTER_NAMES_HELP",
+    "REFERENCE_ADAPTERS",
     "adapter_alias",
     "python_factory",
     "reference_stdio_command",
+    "replica_factory",
     "resolve_adapter",
     "split_alias",
 ]
 
 ADAPTER_NAMES_HELP = (
     "reference (in-process), reference-stdio, reference-ttl[-stdio] (the TTL session store), "
+    "reference-pg[-stdio] (the PostgreSQL session store, on RELAVIUM_PG_DSN), "
     "stdio:COMMAND (any program), python:MODULE:FACTORY (a Python port, in-process) or broken:NAME "
     "(a broken engine of the selftest); ALIAS=NAME names it"
 )
+
+REFERENCE_ADAPTERS: dict[str, StoreKind] = {
+    "reference": "sqlite",
+    "reference-stdio": "sqlite",
+    "reference-ttl": "ttl",
+    "reference-ttl-stdio": "ttl",
+    "reference-pg": "pg",
+    "reference-pg-stdio": "pg",
+}
+"""The reference adapters and the session store each serves beside the engine."""
 
 _ALIAS = re.compile(r"^(?P<alias>[A-Za-z0-9_.-]+)=(?P<name>.+)$")
 _PYTHON = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_][\w.]*)$")
@@ -67,7 +83,7 @@ def adapter_alias(name: str) -> str:
     alias, bare = split_alias(name)
     if alias is not None:
         return alias
-    if bare in ("reference", "reference-stdio", "reference-ttl", "reference-ttl-stdio"):
+    if bare in REFERENCE_ADAPTERS:
         return bare
     python = _PYTHON.match(bare)
     if python is not None:
@@ -84,22 +100,39 @@ def adapter_alias(name: str) -> str:
     return bare
 
 
-def reference_stdio_command(store: str = "sqlite") -> list[str]:
+def reference_stdio_command(store: StoreKind = "sqlite") -> list[str]:
     return [sys.executable, "-m", "relavium_conformance", "stdio-server", "--store", store]
 
 
-def _reference_factory(callback: Callback) -> InProcessImplementation:
-    """The engine beside the durable SQLite store: one implementation serving both profiles."""
-    from relavium_conformance._reference.session_store_impl import both_profiles_factory
+def _reference_factory(store: StoreKind) -> Callable[[Callback], InProcessImplementation]:
+    """The engine beside one reference store: one implementation serving both profiles."""
 
-    return both_profiles_factory("sqlite")(callback)
+    def make(callback: Callback) -> InProcessImplementation:
+        from relavium_conformance._reference.session_store_impl import both_profiles_factory
+
+        return both_profiles_factory(store)(callback)
+
+    return make
 
 
-def _reference_ttl_factory(callback: Callback) -> InProcessImplementation:
-    """The engine beside the in-memory TTL store."""
-    from relavium_conformance._reference.session_store_impl import both_profiles_factory
+def replica_factory(
+    name: str, *, validate: Callable[..., None] | None = None, timeout: float = 30.0
+) -> Callable[[], Adapter] | None:
+    """Connections of the named implementation that each run in a process of their own (the store
+    profile's replica cases), or ``None`` when the name gives no way to start one: a ``stdio:`` program
+    is its own replica; an in-process reference adapter's replicas are its ``-stdio`` twin."""
+    from relavium_conformance._wire.adapters import StdioAdapter
 
-    return both_profiles_factory("ttl")(callback)
+    alias, bare = split_alias(name)
+    label = alias or bare
+    store = REFERENCE_ADAPTERS.get(bare)
+    if store is not None:
+        command = reference_stdio_command(store)
+        return lambda: StdioAdapter(label, command, validate=validate, request_timeout=timeout)
+    if bare.startswith("stdio:") and bare[len("stdio:") :].strip():
+        program = bare[len("stdio:") :]
+        return lambda: StdioAdapter(label, program, validate=validate, request_timeout=timeout)
+    return None
 
 
 def python_factory(spec: str) -> Callable[[Callback], InProcessImplementation]:
@@ -133,15 +166,12 @@ def resolve_adapter(
 
     alias, bare = split_alias(name)
     label = alias or bare  # what reports show as the adapter
-    if bare == "reference":
-        return InProcessAdapter(label, _reference_factory)
-    if bare == "reference-stdio":
-        return StdioAdapter(label, reference_stdio_command(), validate=validate, request_timeout=timeout)
-    if bare == "reference-ttl":
-        return InProcessAdapter(label, _reference_ttl_factory)
-    if bare == "reference-ttl-stdio":
-        command = reference_stdio_command("ttl")
+    store = REFERENCE_ADAPTERS.get(bare)
+    if store is not None and bare.endswith("-stdio"):
+        command = reference_stdio_command(store)
         return StdioAdapter(label, command, validate=validate, request_timeout=timeout)
+    if store is not None:
+        return InProcessAdapter(label, _reference_factory(store))
     if bare.startswith("stdio:") and bare[len("stdio:") :].strip():
         return StdioAdapter(label, bare[len("stdio:") :], validate=validate, request_timeout=timeout)
     if bare.startswith("python:"):

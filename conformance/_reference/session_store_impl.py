@@ -1,7 +1,8 @@
 """The reference session stores behind the session-store profile's messages (``_store/protocol.py``).
 
 :class:`ReferenceStoreImplementation` serves ``store.*`` and the store's ``pure.*`` helpers with one
-reference store: the durable SQLite store (``sqlite``) or the in-memory TTL store (``ttl``).  Each
+reference store: the durable SQLite store (``sqlite``), the in-memory TTL store (``ttl``) or the
+PostgreSQL store (``pg``, on the server ``RELAVIUM_PG_DSN`` names: ``session_store_pg.py``).  Each
 ``store.open`` opens a new store instance over the kit's location, on a clock the kit sets.  A broken
 store (``_selftest/``) swaps the store class or one pure helper.
 
@@ -12,6 +13,7 @@ and ``hello`` declares both.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ __all__ = [
     "store_capabilities",
 ]
 
-StoreKind = Literal["sqlite", "ttl"]
+StoreKind = Literal["sqlite", "ttl", "pg"]
 StoreOpener = Callable[[str, Callable[[], int]], Any]
 
 
@@ -68,12 +70,13 @@ _FACES_TTL = ("forget", "pin", "noteTaskRun", "list", "fork", "ownership", "inca
 def store_capabilities(kind: StoreKind) -> tuple[str, ...]:
     if kind == "ttl":
         return ("session-store", *(f"store:{f}" for f in _FACES_TTL), "store:clock")
-    return (
+    return (  # the SQLite file and the PostgreSQL schema are shared by every process opening them
         "session-store",
         "store:durable",
         "store:placements:durable",
         *(f"store:{f}" for f in (*_FACES_TTL, "listPlaced")),
         "store:clock",
+        "store:replicas",
     )
 
 
@@ -93,7 +96,13 @@ _STORE_ROWS = {
 }
 """The session-store profile's rows of the method table: the methods this implementation serves."""
 
-OPENERS: dict[StoreKind, StoreOpener] = {"sqlite": _open_sqlite, "ttl": _open_ttl}
+def _open_pg(location: str, clock: Callable[[], int]) -> Any:
+    from relavium_conformance._reference.session_store_pg import open_kit_store
+
+    return open_kit_store(location, clock)  # awaited by store.open
+
+
+OPENERS: dict[StoreKind, StoreOpener] = {"sqlite": _open_sqlite, "ttl": _open_ttl, "pg": _open_pg}
 
 
 class _Unreadable:
@@ -169,6 +178,10 @@ class ReferenceStoreImplementation:
         capabilities: tuple[str, ...] | None = None,
         name: str | None = None,
     ) -> None:
+        if kind == "pg":  # no server, no store: the implementation does not start (exit 3)
+            from relavium_conformance._reference.session_store_pg import check_kit_dsn
+
+            check_kit_dsn()
         self.kind = kind
         self.name = name
         self.capabilities = capabilities if capabilities is not None else store_capabilities(kind)
@@ -228,7 +241,8 @@ class ReferenceStoreImplementation:
         if self._store is not None:
             await self._store.dispose()
         self._clock.now = p.clock_ms
-        self._store = self._opener(p.location, self._clock)
+        store = self._opener(p.location, self._clock)
+        self._store = await store if inspect.isawaitable(store) else store
         return {}
 
     async def on_store_set_clock(self, p: Any) -> dict[str, Any]:

@@ -69,6 +69,7 @@ NEED_WORDS = frozenset(
         "fork",
         "ownership",
         "incarnationOf",
+        "replicas",
         "durable",
         "process-local",
         "placements",

@@ -12,7 +12,10 @@ The declaration (``hello`` capabilities):
 * one ``store:<face>`` per optional face it has: ``forget``, ``pin`` (``pin`` and ``unpin``),
   ``noteTaskRun``, ``list``, ``listPlaced``, ``fork``, ``ownership`` (``ownerOf`` and ``register``),
   ``incarnationOf``;
-* ``store:clock``: the store takes the kit's clock (``store.open`` ``clockMs``, then ``store.setClock``).
+* ``store:clock``: the store takes the kit's clock (``store.open`` ``clockMs``, then ``store.setClock``);
+* ``store:replicas``: instances in several processes that open one location share one store (a
+  database file, a database schema): the replica cases run processes of it side by side.  A store
+  whose storage lives in its process (the TTL store) leaves it out and those cases read unsupported.
 
 A store's refusal is the JSON-RPC error ``-32004`` with ``data: {"kind": "session_error", "code"}``.
 """
@@ -34,7 +37,17 @@ __all__ = [
 ]
 
 
-FACES = ("forget", "pin", "noteTaskRun", "list", "listPlaced", "fork", "ownership", "incarnationOf")
+FACES = (
+    "forget",
+    "pin",
+    "noteTaskRun",
+    "list",
+    "listPlaced",
+    "fork",
+    "ownership",
+    "incarnationOf",
+    "replicas",
+)
 
 
 STORE_METHODS: tuple[Method, ...] = tuple(

@@ -61,7 +61,13 @@ from relavium_reference._model.session_store_shapes import (
 )
 from relavium_reference._rules.pg_dsn import check_schema_name, redact_dsn
 
-__all__ = ["SCHEMA_VERSION", "PostgresSessionStore", "PostgresStoreError", "drop_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "PostgresSessionStore",
+    "PostgresStoreError",
+    "check_connection",
+    "drop_schema",
+]
 
 SCHEMA_VERSION = 1
 
@@ -102,8 +108,8 @@ class PostgresStoreError(RelaviumError):
     string, password redacted)."""
 
 
-async def _connect_once(dsn: str, timeout: float) -> None:
-    """Fail early and clearly: one plain connection, so the error is the server's, not the pool's."""
+def _parse(dsn: str) -> str:
+    """The redacted string, once ``dsn`` reads as a connection string."""
     where = redact_dsn(dsn)
     if not dsn.strip():
         raise PostgresStoreError("no PostgreSQL connection string was given")
@@ -111,6 +117,22 @@ async def _connect_once(dsn: str, timeout: float) -> None:
         psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise PostgresStoreError(f"malformed PostgreSQL connection string {where!r}: {exc}") from None
+    return where
+
+
+def check_connection(dsn: str, timeout: float = 10.0) -> None:
+    """Connect once, blocking (a program's start-up check): :class:`PostgresStoreError` if it fails."""
+    where = _parse(dsn)
+    try:
+        psycopg.connect(dsn, connect_timeout=max(1, int(timeout))).close()
+    except (psycopg.Error, OSError) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise PostgresStoreError(f"cannot connect to PostgreSQL at {where!r}: {detail}") from None
+
+
+async def _connect_once(dsn: str, timeout: float) -> None:
+    """Fail early and clearly: one plain connection, so the error is the server's, not the pool's."""
+    where = _parse(dsn)
     try:
         async with asyncio.timeout(timeout):
             conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=max(1, int(timeout)))
