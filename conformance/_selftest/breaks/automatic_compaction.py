@@ -1,0 +1,268 @@
+"""Breaks of automatic compaction (clauses AS-COMP-001 to 015): the pre-send and after-turn triggers,
+the window measured against, and what a skipped or refused pre-send compaction does to the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from relavium_conformance._selftest.base import break_of
+from relavium_reference import AgentSession
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
+from relavium_reference._host.turn import TurnEnd, TurnProgress, run_turn
+from relavium_reference._model.events import CompactionReason
+from relavium_reference._model.history_results import CompactionBudgetRefused, CompactionFailed
+from relavium_reference._model.invocation import ModelInfo
+from relavium_reference._model.tools import TurnPolicy
+from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
+from relavium_reference._rules.compaction_measure import EntryWindow, Measurement, output_reservation
+from relavium_reference._rules.lifecycle import SessionState
+
+__all__: list[str] = []  # the breaks register themselves (see ``base.break_of``)
+
+
+@break_of(
+    name="after-turn-ignores-setting",
+    summary="after-turn compaction runs although afterTurnCompaction is false",
+    clauses=("AS-COMP-013",),
+)
+class _AfterTurnIgnoresSetting(AgentSession):
+    """After-turn compaction runs although ``afterTurnCompaction`` is false."""
+
+    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
+        deps = self._deps
+        self._deps = replace(deps, after_turn_compaction=True)
+        try:
+            await super()._after_turn(progress, policy)
+        finally:
+            self._deps = deps
+
+
+@break_of(
+    name="trigger-measures-history-only",
+    summary="the automatic trigger measures the history without the pending user",
+    clauses=("AS-COMP-002",),
+)
+class _MeasuresHistoryOnly(AgentSession):
+    """The trigger measures the history alone: the pending user is left out of the measured request."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        return super()._automatic_measurement(None, progress, policy)
+
+
+@break_of(
+    name="billed-usage-drives-trigger",
+    summary=(
+        "the automatic trigger reads the turn's billed input usage instead of the measured next request"
+    ),
+    clauses=("AS-COMP-005",),
+)
+class _BilledUsageDrivesTrigger(AgentSession):
+    """The trigger takes the turn's billed input usage when it is larger than the measured estimate."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        billed = progress.usage.input_tokens
+        if measured is None or billed <= measured.input_tokens:
+            return measured
+        return replace(measured, input_tokens=billed)
+
+
+@break_of(
+    name="automatic-compaction-assumes-a-window",
+    summary="a model whose window is unknown is measured against an assumed default window",
+    clauses=("AS-COMP-006",),
+)
+class _AssumesAWindow(AgentSession):
+    """A model without a known window is taken to have a default window of 8000 tokens."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        models = dict(self._deps.models)
+        for entry in self._plan:
+            if not models.get(entry.model, ModelInfo()).authoritative_window:
+                models[entry.model] = ModelInfo(context_window=8000)
+        self._deps = replace(self._deps, models=models)
+
+
+@break_of(
+    name="automatic-compaction-ignores-self-managed",
+    summary="a provider that manages its own context still gets automatic compaction",
+    clauses=("AS-COMP-006",),
+)
+class _IgnoresSelfManaged(AgentSession):
+    """A provider that manages its own context still gets automatic compaction."""
+
+    def _entry_windows(self) -> list[EntryWindow]:
+        return [replace(w, info=ModelInfo(w.info.context_window)) for w in super()._entry_windows()]
+
+
+@break_of(
+    name="cancelled-presend-still-sends",
+    summary="a cancel during pre-send compaction still lets the turn send its main request",
+    clauses=("AS-COMP-012",),
+)
+class _CancelledPresendStillSends(AgentSession):
+    """A cancel during the pre-send compaction ends the compaction, but the turn sends its request anyway."""
+
+    async def _turn_body(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd:
+        try:
+            end = await self._presend(text, policy, progress)
+        except asyncio.CancelledError:
+            end = None
+        if end is not None:
+            return end
+        return await run_turn(self._turn_setup(text, policy), progress)
+
+
+@break_of(
+    name="inner-compaction-own-signal",
+    summary=(
+        "a compaction inside a turn has its own signal: an abort of the turn lets it run on and install"
+    ),
+    clauses=("AS-COMP-015",),
+)
+class _NotSharingTheTurnSignal(AgentSession):
+    """The inner compaction has a signal of its own: an abort of the turn does not stop it."""
+
+    def _compaction_job(
+        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+    ) -> CompactionJob:
+        job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
+        job.cancelled = lambda: self.state is SessionState.CANCELLED
+        return job
+
+    async def run_compaction(
+        self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
+    ) -> CompactionReport:
+        inner = asyncio.ensure_future(
+            super().run_compaction(reason, pending_user=pending_user, manual=manual)
+        )
+        try:
+            return await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            await inner  # the turn's abort does not reach the compaction: it runs to its end
+            raise
+
+
+@break_of(
+    name="trigger-measures-unattemptable-entry",
+    summary="the trigger measures against a plan entry that cannot be attempted",
+    clauses=("AS-COMP-003",),
+)
+class _MeasuresUnattemptable(AgentSession):
+    """Every plan entry counts as attemptable: the trigger may measure an entry that cannot be tried."""
+
+    def _entry_windows(self) -> list[EntryWindow]:
+        return [replace(w, attemptable=True) for w in super()._entry_windows()]
+
+
+@break_of(
+    name="trigger-measures-smallest-window",
+    summary=(
+        "the trigger measures against the smallest window of the plan, not the first attemptable entry's"
+    ),
+    clauses=("AS-COMP-003",),
+)
+class _SmallestWindow(AgentSession):
+    """The trigger measures against the smallest known window of the plan."""
+
+    def _entry_windows(self) -> list[EntryWindow]:
+        windows = super()._entry_windows()
+        return sorted(windows, key=lambda w: w.info.authoritative_window or 1 << 62)
+
+
+@break_of(
+    name="trigger-ignores-reservation",
+    summary="the trigger leaves out the comparison of input plus output reservation with the window",
+    clauses=("AS-COMP-007",),
+)
+class _IgnoresReservation(AgentSession):
+    """The trigger compares with the threshold alone (no input-plus-reservation comparison)."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        return None if measured is None else replace(measured, reservation=0)
+
+
+@break_of(
+    name="reservation-prefers-estimate",
+    summary="the output reservation comes from maxTokensEstimate although the request sets maxTokens",
+    clauses=("AS-COMP-004",),
+)
+class _ReservationFromEstimate(AgentSession):
+    """The output reservation is taken from maxTokensEstimate even when the request sets maxTokens."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None:
+            return None
+        return replace(measured, reservation=output_reservation(None, self._max_tokens_estimate))
+
+
+@break_of(
+    name="automatic-compaction-ignores-policy",
+    summary="automatic compaction runs although the memory policy does not permit it",
+    clauses=("AS-COMP-001",),
+)
+class _AutomaticIgnoresPolicy(AgentSession):
+    """Automatic compaction runs whatever the agent's memory policy says."""
+
+    def _automatic_allowed(self) -> bool:
+        return True
+
+
+@break_of(
+    name="presend-ignores-irreducible",
+    summary=("pre-send compaction runs although the irreducible part of the request cannot fit the window"),
+    clauses=("AS-COMP-008",),
+)
+class _IgnoresIrreducible(AgentSession):
+    """Pre-send compaction runs even when the irreducible part cannot fit the window."""
+
+    def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
+        return 0
+
+
+@break_of(
+    name="presend-failure-drops-main-request",
+    summary="a failed or skipped pre-send compaction ends the turn without sending the original request",
+    clauses=("AS-COMP-010",),
+)
+class _PresendFailureDropsMainRequest(AgentSession):
+    """A failed or skipped pre-send compaction ends the turn without sending the main request."""
+
+    async def _presend(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd | None:
+        end = await super()._presend(text, policy, progress)
+        if end is None and progress.presend_suppressed:
+            return TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL)
+        return end
+
+
+@break_of(
+    name="presend-refusal-sends-original",
+    summary=(
+        "a budget refusal of pre-send compaction is taken for a failure: the original main request goes out"
+    ),
+    clauses=("AS-COMP-011",),
+)
+class _PresendRefusalSendsOriginal(AgentSession):
+    """A pre-send budget refusal is taken for an ordinary failure: the original main request goes out."""
+
+    async def run_compaction(
+        self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
+    ) -> CompactionReport:
+        report = await super().run_compaction(reason, pending_user=pending_user, manual=manual)
+        if isinstance(report.result, CompactionBudgetRefused) and pending_user is not None:
+            return CompactionReport(CompactionFailed(message=report.result.message), installed=False)
+        return report
