@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
             "Implementation A plays a scripted conversation while the kit keeps its durable rows; B "
             "resumes from exactly those rows, exports, continues and exports again. The kit compares B's "
             "exports, its next provider request and its new rows with A's own, as data; then the other "
-            "direction. Both must declare core, persistence, resume and export. Exit codes as run."
+            "direction. Both must declare core, persistence, resume and export. Exit codes as run: 4 when "
+            "neither direction could run (a capability is not declared)."
         ),
     )
     parser.add_argument(

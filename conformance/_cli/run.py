@@ -42,8 +42,9 @@ def register(subparsers: Any) -> None:
         description=(
             "Run the golden transcripts against an implementation and report per case and per clause. "
             "Exit codes: 0 passed (or only known failures), 1 new failure or stale baseline entry, "
-            "2 usage error, 3 the implementation could not be started, 4 no case selected, "
-            "130 interrupted (Ctrl-C; the finished cases are still reported)."
+            "2 usage error (found before the first case), 3 the implementation could not be started, "
+            "4 nothing tested (no case selected, or every selected case unsupported), "
+            "130 interrupted by Ctrl-C, 143 by SIGTERM (either way the finished cases are reported)."
         ),
     )
     parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")

@@ -20,5 +20,6 @@ class ExitCode(IntEnum):
     # the implementation did not declare
     USAGE = 2  # a bad option or a malformed case, catalogue or baseline file
     NOT_STARTED = 3  # the implementation could not be started for any case (every attempt failed its start)
-    NO_CASES = 4  # the selection is empty
+    NO_CASES = 4  # nothing was tested: the selection is empty, or every selected case was unsupported
     INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT): the finished cases are reported, marked interrupted
+    TERMINATED = 143  # stopped by SIGTERM (128 + 15, how CI runners stop a job): reported as INTERRUPTED is

@@ -450,10 +450,12 @@ class Summary(KitStrict):
     total: Annotated[int, Field(ge=0)]
     spec_failures: Annotated[int, Field(ge=0)] = 0
     kit_choice_failures: Annotated[int, Field(ge=0)] = 0
+    warnings: Annotated[int, Field(ge=0)] = 0
 
     @classmethod
     def of(cls, cases: Iterable[CaseResult]) -> Summary:
-        """Counts per status; the failed cases split by :class:`FailureKind` (they sum to ``failed``)."""
+        """Counts per status; the failed cases split by :class:`FailureKind` (they sum to ``failed``);
+        the warnings the cases carry."""
         listed = list(cases)
         counts = Counter(case.status for case in listed)
         kinds = Counter(case.failure_kind for case in listed if case.status is CaseStatus.FAILED)
@@ -465,6 +467,7 @@ class Summary(KitStrict):
             total=sum(counts.values()),
             spec_failures=kinds[FailureKind.SPEC],
             kit_choice_failures=kinds[FailureKind.KIT_CHOICE],
+            warnings=sum(len(case.warnings) for case in listed),
         )
 
 
@@ -524,6 +527,21 @@ class RunResult(KitStrict):
     context: RunContext | None = None
     capabilities: CapabilityGate | None = None
     interrupted: bool = False  # stopped early (Ctrl-C): only the cases that finished are listed
+    interrupted_by: Literal["SIGINT", "SIGTERM"] | None = None  # the signal that stopped it, when known
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_warnings(cls, data: object) -> object:
+        # results written before the summary counted warnings: the count is the cases' own
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("summary"), dict)
+            and "warnings" not in data["summary"]
+        ):
+            cases = data.get("cases") or ()
+            count = sum(len(c.get("warnings") or ()) for c in cases if isinstance(c, dict))
+            return {**data, "summary": {**data["summary"], "warnings": count}}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResult:
@@ -567,6 +585,10 @@ class RunResult(KitStrict):
             interrupted=interrupted,
         )
 
+    def stopped_by(self, signal_name: Literal["SIGINT", "SIGTERM"]) -> RunResult:
+        """This run marked interrupted by ``signal_name`` (Ctrl-C, or a CI runner stopping the job)."""
+        return self.model_copy(update={"interrupted": True, "interrupted_by": signal_name})
+
     def with_baseline(self, comparison: BaselineComparison) -> RunResult:
         """This run with its baseline comparison recorded."""
         return self.model_copy(update={"baseline": comparison})
@@ -602,13 +624,14 @@ class RunResult(KitStrict):
 def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:
     """The exit status for ``run``; ``comparison`` defaults to the one recorded on the run.
 
-    Precedence: no case selected, then an implementation that never started, then a missing required
-    capability, then failures.  A usage error
-    is raised (:class:`KitUsageError`) before there is a run, so it never comes from here.
+    Precedence: an interrupted run, then nothing tested (no case selected, or every selected case
+    unsupported: a gate that tested nothing never passes), then an implementation that never started,
+    then a missing required capability, then failures.  A usage error is raised
+    (:class:`KitUsageError`) before there is a run, so it never comes from here.
     """
     if run.interrupted:
-        return ExitCode.INTERRUPTED
-    if not run.cases:
+        return ExitCode.TERMINATED if run.interrupted_by == "SIGTERM" else ExitCode.INTERRUPTED
+    if all(case.status is CaseStatus.UNSUPPORTED for case in run.cases):  # (also: no case at all)
         return ExitCode.NO_CASES
     attempted = [case for case in run.cases if case.status is not CaseStatus.UNSUPPORTED]
     if attempted and all(case.handshake_failed for case in attempted):

@@ -48,8 +48,9 @@ _EXIT_WORDS: Mapping[ExitCode, str] = {
     ExitCode.FAILED: "FAILED",
     ExitCode.USAGE: "USAGE ERROR",
     ExitCode.NOT_STARTED: "IMPLEMENTATION NOT STARTED",
-    ExitCode.NO_CASES: "NO CASES SELECTED",
+    ExitCode.NO_CASES: "NOTHING TESTED",
     ExitCode.INTERRUPTED: "INTERRUPTED",
+    ExitCode.TERMINATED: "TERMINATED",
 }
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -154,6 +155,17 @@ def exit_line(run: RunResult, code: ExitCode | None = None) -> str:
         why.append(f"{n} known failure{'s' if n != 1 else ''} in the baseline")
     elif code is ExitCode.NOT_STARTED:
         why.append("every attempted case failed to start the implementation")
+    elif code is ExitCode.NO_CASES:
+        n = run.summary.unsupported
+        why.append(
+            f"{'the' if n == 1 else f'all {n}'} selected case{'s' if n != 1 else ''} unsupported: "
+            "each needs a capability the implementation does not declare"
+            if n
+            else "no case selected"
+        )
+    elif code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        n = run.summary.total
+        why.append(f"{run.interrupted_by or 'stopped'}; {n} finished case{'s' if n != 1 else ''} reported")
     suffix = f" ({'; '.join(why)})" if why else ""
     return f"exit {int(code)}: {_EXIT_WORDS[code]}{suffix}"
 

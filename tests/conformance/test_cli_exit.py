@@ -26,8 +26,8 @@ def test_a_run_as_a_program_keeps_its_results_its_caches_and_its_exit_status(tmp
     # the shape memo is written by an exit handler: the handlers ran before the process ended
     assert json.loads((cache / "shape-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
     nothing = subprocess.run([*command[:-1], "no-such-case"], env=env, capture_output=True, text=True)
-    assert nothing.returncode == 4
-    assert "no case matches" in nothing.stderr
+    assert nothing.returncode == 2
+    assert "'no-such-case' matches no case" in nothing.stderr
 
 
 class _Exited(Exception):
@@ -91,3 +91,30 @@ def test_a_thread_still_running_means_the_ordinary_exit(monkeypatch: pytest.Monk
         worker.join()
     assert exited.value.code == 1
     assert ran == []
+
+
+CORE_ONLY = """
+from relavium_conformance import ReferenceImplementation
+
+class CoreOnly(ReferenceImplementation):
+    def hello_result(self):
+        hello = super().hello_result()
+        return hello.model_copy(update={"capabilities": ("core",)})
+"""
+
+
+def test_a_run_in_which_nothing_could_run_exits_4_as_fuzz_and_interop_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every selected case unsupported: nothing was tested, and a gate that tested nothing never passes."""
+    (tmp_path / "core_only_port.py").write_text(CORE_ONLY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    port = "python:core_only_port:CoreOnly"
+    code = cli.main(["run", "--adapter", port, "--select", "resume/*", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    assert "exit 4: NOTHING TESTED (all 22 selected cases unsupported" in out
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["summary"]["unsupported"] == 22
+    assert cli.main(["interop", "--adapter", port, "--adapter", "reference"]) == 4
+    assert "exit 4: NOTHING TESTED" in capsys.readouterr().out
+    assert cli.main(["fuzz", "--adapter", port, "--examples", "3"]) == 4

@@ -149,6 +149,7 @@ def test_written_json_validates_against_the_schema(tmp_path: Path) -> None:
         "total": 5,
         "spec_failures": 1,
         "kit_choice_failures": 0,
+        "warnings": 0,
     }
     assert [c["status"] for c in document["clauses"]] == [
         "passed",
@@ -525,7 +526,12 @@ def test_summary_reports_baseline_and_its_verdict() -> None:
 
 
 def test_exit_line_names_empty_and_unstarted_runs() -> None:
-    assert exit_line(make_run(catalogue=[])) == "exit 4: NO CASES SELECTED"
+    assert exit_line(make_run(catalogue=[])) == "exit 4: NOTHING TESTED (no case selected)"
+    unsupported = make_run(case("a/b", "unsupported"), case("a/c", "unsupported"), catalogue=[])
+    assert exit_line(unsupported) == (
+        "exit 4: NOTHING TESTED (all 2 selected cases unsupported: each needs a capability the "
+        "implementation does not declare)"
+    )
     unstarted = make_run(case("a/b", "errored", handshake_failed=True), catalogue=[])
     assert exit_line(unstarted).startswith("exit 3: IMPLEMENTATION NOT STARTED")
 

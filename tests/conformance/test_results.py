@@ -304,8 +304,10 @@ def test_exit_ok_when_every_case_passes() -> None:
     assert exit_code(run_of(case("a/b"), case("a/c"))) is ExitCode.OK
 
 
-def test_exit_ok_when_cases_are_only_unsupported() -> None:
-    assert exit_code(run_of(case("a/b", "unsupported"))) is ExitCode.OK
+def test_a_run_that_tested_nothing_never_exits_ok() -> None:
+    assert exit_code(run_of(case("a/b", "unsupported"))) is ExitCode.NO_CASES
+    assert exit_code(run_of(case("a/b", "unsupported")), comparison()) is ExitCode.NO_CASES
+    assert exit_code(run_of(case("a/b", "unsupported"), case("a/c"))) is ExitCode.OK
 
 
 @pytest.mark.parametrize("status", ["failed", "errored"])
