@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal, NoReturn
 
 from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.attempt_deadline import AttemptDeadline, bounded_resolver
 from relavium_reference._host.auto_compaction import SessionAutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction_runner import CompactionReport
@@ -137,7 +139,10 @@ class AgentSession(SessionAutoCompaction):
         check_max_tool_turns(deps.max_tool_turns)
         self._agent = agent
         self._context = context
-        self._deps = deps
+        if not isinstance(deps.attempt_deadline, AttemptDeadline):
+            raise InvalidInputError("must be an AttemptDeadline", location="attemptDeadline")
+        bounded = bounded_resolver(deps.resolve_provider, deps.attempt_deadline)
+        self._deps = replace(deps, resolve_provider=bounded)  # every provider attempt within the deadline
         self._max_turns = resolve_max_turns(deps.max_turns)
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
         self.session_id = session_id or deps.new_id()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.attempt_deadline import DEFAULT_ATTEMPT_DEADLINE, AttemptDeadline
 from relavium_reference._host.persister import TurnPersister
 from relavium_reference._host.stamper import Clock, SystemClock
 from relavium_reference._host.turn import ProviderResolver
@@ -84,6 +85,9 @@ class SessionDeps:
     """The host's asynchronous part of resolving a provider (e.g. fetching its credential), awaited by a
     compaction's cold planning before ``resolve_provider`` for each plan entry (KD-COMP-10); raising makes
     that entry unattemptable."""
+    attempt_deadline: AttemptDeadline = DEFAULT_ATTEMPT_DEADLINE
+    """How long one provider attempt may wait for a chunk and last in all (``_host/attempt_deadline.py``):
+    past either, the attempt ends as a ``timeout`` provider error."""
 
 
 class ExportResult(WireModel):
