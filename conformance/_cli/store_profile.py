@@ -52,7 +52,7 @@ def run_store_profile(args: argparse.Namespace) -> int:
         )
     )
     if args.with_proofs:
-        from relavium_conformance._selftest.store_proofs import run_store_selftest
+        from relavium_conformance._selftest.stores.proofs import run_store_selftest
 
         run = run.with_proofs(asyncio.run(run_store_selftest()).proofs())
     if baseline is not None:

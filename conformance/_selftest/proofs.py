@@ -1,8 +1,9 @@
 """``selftest``: proof that the kit's cases bite and that the runner survives a misbehaving program.
 
-1. Every deliberately broken implementation (``_broken.py``) is run against the cases that cite the
-   clauses it breaks.  It is **caught** when at least one of those cases fails or errors, while the
-   reference engine passes all of them (so the failure is the break's doing, not the case's).
+1. Every deliberately broken implementation (:mod:`relavium_conformance._selftest.breaks`) is run
+   against the cases that cite the clauses it breaks.  It is **caught** when at least one of those
+   cases fails or errors, while the reference engine passes all of them (so the failure is the break's
+   doing, not the case's).
 2. The reference stdio server is run in each misbehaving mode (crash, hang, garbage line, stderr noise,
    wrong protocol version): the run must finish, every case must have a result, the broken ones must be
    ``errored`` with a reason, and after a restart the next case must pass.
@@ -24,6 +25,7 @@ from relavium_conformance._run.parallel import fork_available, map_in_processes_
 from relavium_conformance._run.runner import run_cases, run_sync
 from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS, BrokenImplementation
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES, CompliantAlternative
+from relavium_conformance._selftest.verdicts import BrokenVerdict
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
 
 __all__ = [
@@ -41,43 +43,6 @@ __all__ = [
 
 SELFTEST_TIMEOUT = 10.0  # s, per operation of a case
 MISBEHAVIOUR_TIMEOUT = 3.0  # s, per request to a misbehaving program (a hang ends there)
-
-
-@dataclass(frozen=True)
-class BrokenVerdict:
-    name: str
-    rule: str
-    clauses: tuple[str, ...]
-    cases: tuple[str, ...]
-    failed: tuple[str, ...]
-    reference_failed: tuple[str, ...]
-    proven: tuple[str, ...] = ()  # the broken clauses on which some failure was booked
-    transports: tuple[str, ...] = ("in-process",)  # where it was caught (every one it was run on)
-    # citing cases left unrun on some transport: every broken clause already had a proving failure there
-    # (``failed`` then lists the failures among the cases run; ``caught`` and ``proven`` are unchanged)
-    not_run: tuple[str, ...] = ()
-
-    @property
-    def caught(self) -> bool:
-        return bool(self.cases) and bool(self.failed) and not self.reference_failed and bool(self.proven)
-
-    @property
-    def explanation(self) -> str:
-        if not self.cases:
-            return "no case cites " + ", ".join(self.clauses)
-        if self.reference_failed:
-            return "the reference fails these cases too: " + ", ".join(self.reference_failed)
-        if not self.failed:
-            return f"all {len(self.cases)} citing cases still pass"
-        if not self.proven:
-            return "its cases fail, but on other clauses than " + ", ".join(self.clauses)
-        if self.not_run:
-            ran = len(self.cases) - len(self.not_run)
-            return (
-                f"{len(self.failed)} of the {ran} citing cases run fail ({len(self.not_run)} more not run: "
-                "every clause it breaks already had a proving failure): " + ", ".join(self.failed)
-            )
-        return f"{len(self.failed)} of {len(self.cases)} citing cases fail: " + ", ".join(self.failed)
 
 
 @dataclass(frozen=True)
@@ -393,7 +358,7 @@ def _weight(item: _Work, cases: Sequence[AnyCase]) -> int:
 
 
 async def _do(item: _Work, cases: Sequence[AnyCase], timeout: float, *, stdio: bool, every_case: bool) -> Any:
-    from relavium_conformance._selftest.store_proofs import run_store_selftest
+    from relavium_conformance._selftest.stores.proofs import run_store_selftest
 
     kind, what = item
     if kind == "reference":

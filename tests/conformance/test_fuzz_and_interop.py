@@ -15,7 +15,7 @@ from relavium_conformance._corpus.cases import load_transcripts_from
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.interop import interop
 
-PRIVATE_DIALECT = "python:relavium_conformance._selftest.broken_interop:private_row_dialect"
+PRIVATE_DIALECT = "python:relavium_conformance._selftest.interop_dialect:private_row_dialect"
 
 
 def test_fuzz_finds_shrinks_and_writes_a_case_that_fails_the_broken_engine(

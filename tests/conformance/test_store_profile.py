@@ -10,8 +10,8 @@ import pytest
 from relavium_conformance._connect import resolve_adapter
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._report.results import CaseStatus, RunResult
-from relavium_conformance._selftest.broken_stores import BROKEN_STORES
-from relavium_conformance._selftest.store_proofs import run_store_selftest
+from relavium_conformance._selftest.stores import BROKEN_STORES
+from relavium_conformance._selftest.stores.proofs import run_store_selftest
 from relavium_conformance._store.cases import StoreCase, load_store_cases
 from relavium_conformance._store.protocol import declaration_of
 from relavium_conformance._store.runner import run_store_cases

@@ -8,7 +8,7 @@ exports, the prefixed texts (rows are the shared durable format, AS-MSG-011, tha
 resumes, AS-LIFE-034).
 
 Served through the message set only: a wrapper around the reference implementation, no engine internals.
-Reach it as ``python:relavium_conformance._selftest.broken_interop:private_row_dialect``.
+Reach it as ``python:relavium_conformance._selftest.interop_dialect:private_row_dialect``.
 """
 
 from __future__ import annotations

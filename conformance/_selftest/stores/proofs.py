@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from relavium_conformance._reference.session_store_impl import ReferenceStoreImplementation, StoreKind
 from relavium_conformance._report.results import CaseStatus, RunResult
-from relavium_conformance._selftest.broken_stores import BROKEN_STORES, BrokenStore
-from relavium_conformance._selftest.proofs import BrokenVerdict
+from relavium_conformance._selftest.stores import BROKEN_STORES, BrokenStore
+from relavium_conformance._selftest.verdicts import BrokenVerdict
 from relavium_conformance._store.cases import AnyStoreCase, load_store_cases
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter

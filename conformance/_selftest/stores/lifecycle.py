@@ -1,0 +1,140 @@
+"""Broken stores of the store lifecycle (clauses SS-LIFE-*): release, forget, touch, size, dispose
+and the TTL sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from relavium_conformance._selftest.stores.registry import store_break_of
+from relavium_reference._host.session_store_live import AcquiredSession, StoreSession
+from relavium_reference._host.session_store_memory import TtlSessionStore
+from relavium_reference._host.session_store_sqlite import SqliteSessionStore
+from relavium_reference._model.session_store_shapes import SessionPlacement
+
+__all__: list[str] = []  # the broken stores register themselves (see ``registry.store_break_of``)
+
+
+@store_break_of(
+    name="forget-deletes", summary="forget deletes the session's history", clauses=("SS-LIFE-012",)
+)
+class ForgetDeletes(SqliteSessionStore):
+    async def forget(self, session_id: str) -> None:
+        self._live.pop(session_id, None)
+        with self._write() as db:
+            db.execute("DELETE FROM store_entries WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM store_sessions WHERE id = ?", (session_id,))
+
+
+@store_break_of(
+    name="require-existing-creates",
+    summary="requireExisting creates the session on a miss",
+    clauses=("SS-LIFE-006", "SS-LIFE-007"),
+)
+class RequireExistingCreates(SqliteSessionStore):
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        return await super().acquire(session_id, placement=placement)
+
+
+@store_break_of(
+    name="acquire-not-single-flight",
+    summary="each acquire hands out a new live session object",
+    clauses=("SS-LIFE-004",),
+)
+class AcquireNotSingleFlight(SqliteSessionStore):
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        got = await super().acquire(session_id, require_existing=require_existing, placement=placement)
+        await asyncio.sleep(0)
+        fresh = StoreSession(got.session.metadata, got.session.committed(), self._append)
+        self._live[got.session_id] = fresh
+        return AcquiredSession(fresh, got.session_id)
+
+
+@store_break_of(
+    name="acquire-recreates",
+    summary="a claim-form acquire of an existing id starts it afresh",
+    clauses=("SS-LIFE-005", "SS-PLACE-013"),
+)
+class AcquireRecreates(SqliteSessionStore):
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        row = self._row(session_id) if session_id else None
+        if row is not None and not row["placed"] and not require_existing and placement is None:
+            self._live.pop(row["id"], None)
+            with self._write() as db:
+                db.execute("DELETE FROM store_entries WHERE session_id = ?", (row["id"],))
+                db.execute("DELETE FROM store_sessions WHERE id = ?", (row["id"],))
+        return await super().acquire(session_id, require_existing=require_existing, placement=placement)
+
+
+@store_break_of(
+    name="not-durable",
+    summary="declares durable but each instance has storage of its own",
+    clauses=("SS-LIFE-003", "SS-GEN-007", "SS-RUN-027", "SS-FORK-009"),
+    per_instance_storage=True,
+)
+class StorageOfItsOwn(SqliteSessionStore):
+    """The reference SQLite store, opened on a fresh folder every time: each instance keeps its own
+    sessions, so nothing a declared-durable store promises survives a reopening."""
+
+
+@store_break_of(
+    name="touch-ignored",
+    summary="touch does not mark the session active",
+    clauses=("SS-LIFE-008", "SS-RUN-008"),
+)
+class TouchIgnored(SqliteSessionStore):
+    async def touch(self, session_id: str) -> None:
+        return None
+
+
+@store_break_of(
+    name="release-keeps-live", summary="release leaves the session in the live set", clauses=("SS-LIFE-010",)
+)
+class ReleaseKeepsLive(SqliteSessionStore):
+    async def release(self, session_id: str) -> None:
+        return None
+
+
+@store_break_of(name="size-counts-nothing", summary="size is always zero", clauses=("SS-LIFE-020",))
+class SizeCountsNothing(SqliteSessionStore):
+    @property
+    def size(self) -> int:
+        return 0
+
+
+@store_break_of(
+    name="dispose-throws", summary="dispose throws once the connection is closed", clauses=("SS-LIFE-021",)
+)
+class DisposeThrows(SqliteSessionStore):
+    async def dispose(self) -> None:
+        await super().dispose()
+        raise RuntimeError("connection already closed")
+
+
+@store_break_of(
+    name="sweep-ignores-pin",
+    summary="the TTL sweep evicts pinned sessions",
+    clauses=("SS-LIFE-016",),
+    kind="ttl",
+)
+class SweepIgnoresPin(TtlSessionStore):
+    async def pin(self, session_id: str) -> None:
+        return None

@@ -1,0 +1,72 @@
+"""Broken stores of ownership and incarnations (clauses SS-OWN-*, SS-INC-*): what ownerOf and
+incarnationOf answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relavium_conformance._selftest.stores.registry import store_break_of
+from relavium_reference._host.session_store_live import StoreSession, mint_id
+from relavium_reference._host.session_store_sqlite import SqliteSessionStore
+from relavium_reference._model.session_store_shapes import UNKNOWN, SessionMetadata, Unknown
+
+__all__: list[str] = []  # the broken stores register themselves (see ``registry.store_break_of``)
+
+
+@store_break_of(
+    name="owner-of-collapses-unknown",
+    summary="ownerOf answers null for an id with no row",
+    clauses=("SS-OWN-002", "SS-OWN-003"),
+)
+class OwnerOfCollapses(SqliteSessionStore):
+    async def owner_of(self, session_id: str) -> str | Unknown | None:
+        owner = await super().owner_of(session_id)
+        return None if isinstance(owner, Unknown) else owner
+
+
+@store_break_of(
+    name="owner-of-anonymous-reads-unknown",
+    summary="ownerOf answers no row for an anonymous session",
+    clauses=("SS-OWN-002", "SS-OWN-004"),
+)
+class AnonymousReadsUnknown(SqliteSessionStore):
+    async def owner_of(self, session_id: str) -> str | Unknown | None:
+        owner = await super().owner_of(session_id)
+        return UNKNOWN if owner is None else owner
+
+
+@store_break_of(
+    name="owner-of-owned-reads-anonymous",
+    summary="ownerOf answers null for an owned session",
+    clauses=("SS-OWN-002", "SS-OWN-005"),
+)
+class OwnedReadsAnonymous(SqliteSessionStore):
+    async def owner_of(self, session_id: str) -> str | Unknown | None:
+        owner = await super().owner_of(session_id)
+        return None if isinstance(owner, str) else owner
+
+
+@store_break_of(
+    name="incarnation-reminted",
+    summary="each cached view mints a new incarnation",
+    clauses=("SS-INC-001", "SS-INC-004"),
+)
+class IncarnationReminted(SqliteSessionStore):
+    def _session(self, row: Any) -> StoreSession:
+        metadata = SessionMetadata(row["id"], row["created_at"], mint_id(), row["forked_from"])
+        return StoreSession(metadata, self._entries(row["id"]), self._append)
+
+    async def forget(self, session_id: str) -> None:
+        await super().forget(session_id)
+
+
+@store_break_of(
+    name="incarnation-of-unknown-answers",
+    summary="incarnationOf answers a value for an id with no row",
+    clauses=("SS-INC-002",),
+)
+class IncarnationOfUnknownAnswers(SqliteSessionStore):
+    async def incarnation_of(self, session_id: str) -> str | Unknown:
+        found = await super().incarnation_of(session_id)
+        return "none" if found is UNKNOWN else found
