@@ -10,7 +10,6 @@ of its task and for the persistence latch.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,15 +46,8 @@ from relavium_reference._model.llm import (
     LlmTextPart,
     LlmToolCallPart,
     LlmToolResultPart,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningStart,
     StopChunk,
     StreamErrorChunk,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     Usage,
 )
 from relavium_reference._model.records import CostEntry
@@ -84,7 +76,13 @@ from relavium_reference._rules.projection import (
     ProjectedRequest,
     project_request,
 )
-from relavium_reference._rules.turn_cap import DEFAULT_MAX_TOOL_TURNS, AttemptNext, after_attempt
+from relavium_reference._rules.stream_fold import CallDraft, Echo, ReasoningBlock, RoundFold, echo, fold_chunk
+from relavium_reference._rules.turn_cap import (
+    DEFAULT_MAX_TOOL_TURNS,
+    AttemptNext,
+    after_attempt,
+    asks_for_tools,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_TURNS",
@@ -243,31 +241,16 @@ Recovery = Callable[[TurnSetup], Awaitable["Recovered | RecoveryRefused | None"]
 
 
 @dataclass
-class _PendingCall:
-    id: str
-    name: str
-    args_json: str = ""
-    args: Any = None
-    args_valid: bool = True
-
-
-@dataclass
-class _PendingReasoning:
-    """A reasoning block while it streams; it becomes a frozen part when its round is recorded."""
-
-    text: str = ""
-    signature: str | None = None
-
-
-@dataclass
 class _Round:
+    """One attempt as the turn sees it: what its stream said (the fold), and how it ended."""
+
+    model: str
+    provider: ProviderId
     text: str = ""
-    reasoning: list[_PendingReasoning] = field(default_factory=list)
-    calls: list[_PendingCall] = field(default_factory=list)
+    reasoning: tuple[ReasoningBlock, ...] = ()
+    calls: tuple[CallDraft, ...] = ()
     stop_reason: StopReason | None = None
     error: LlmError | None = None
-    model: str = ""
-    provider: ProviderId | None = None
     unaccounted: tuple[Usage, int] | None = None
     """A tool-use attempt whose usage is resolved alongside its round's dispatch: (usage, attempt)."""
 
@@ -490,6 +473,8 @@ async def _one_attempt(
     entry: PlanEntry,
     round_messages: list[LlmMessage],
 ) -> _Round:
+    """One provider attempt: admission, the stream folded chunk by chunk (``_rules/stream_fold``) with
+    each chunk's echo published as it comes, then the attempt's end accounted."""
     model = entry.model
     request = await _admit(setup, progress, entry, round_messages)
     window = _window(setup, model)
@@ -497,16 +482,13 @@ async def _one_attempt(
     progress.model = model
     progress.attempts += 1
     attempt_number = progress.attempts
-    result = _Round(model=model, provider=entry.provider)
-    reasoning: dict[str, _PendingReasoning] = {}
-    calls: dict[str, _PendingCall] = {}
+    folded = RoundFold()
     # Only the provider's own failures are classified; an observer (the event sink) that raises while a
     # chunk is handled is not a provider failure and propagates unchanged (its provenance is the host).
     try:
         chunks = open_stream(provider, request, Invocation("turn", window)).__aiter__()
     except Exception:
-        result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
-        return result
+        return _round(entry, folded, error=_provider_raised())
     try:
         while True:
             try:
@@ -514,55 +496,67 @@ async def _one_attempt(
             except StopAsyncIteration:
                 break
             except Exception:  # a provider that raises instead of yielding an error chunk
-                result.error = LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
-                return result
-            if isinstance(chunk, TextDelta):
-                result.text += chunk.text
-                await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=chunk.text, model=model)
-            elif isinstance(chunk, ReasoningDelta):
-                part = reasoning.get(chunk.id)
-                if part is not None:
-                    part.text += chunk.text
-                await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=chunk.text, model=model)
-            elif isinstance(chunk, ReasoningStart):
-                reasoning[chunk.id] = _PendingReasoning()
-                result.reasoning.append(reasoning[chunk.id])
-            elif isinstance(chunk, ReasoningEnd):
-                if chunk.id in reasoning:
-                    reasoning[chunk.id].signature = chunk.signature
-            elif isinstance(chunk, ToolCallStart):
-                calls[chunk.id] = _PendingCall(chunk.id, chunk.name)
-                result.calls.append(calls[chunk.id])
-            elif isinstance(chunk, ToolCallDelta):
-                if chunk.id in calls:
-                    calls[chunk.id].args_json += chunk.args_json_delta
-            elif isinstance(chunk, ToolCallEnd):
-                if chunk.id in calls:
-                    _parse_args(calls[chunk.id])
-            elif isinstance(chunk, StopChunk):
-                progress.usage = progress.usage + chunk.usage
-                final = chunk.stop_reason is not StopReason.TOOL_USE or not result.calls
-                if final:
-                    progress.resolved = True  # the final reply is in: a later abort is a no-op
-                if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
-                    record = _resolution_record(model, attempt_number, chunk.usage)
-                    progress.deferred = DeferredResolution(record, chunk.usage, attempt_number)
-                elif final or setup.usage is None:
-                    await _account(setup, progress, model, chunk.usage, attempt_number)
-                else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
-                    result.unaccounted = (chunk.usage, attempt_number)
-                result.stop_reason = chunk.stop_reason
-                return result
-            elif isinstance(chunk, StreamErrorChunk):
-                result.error = chunk.error
-                if chunk.usage is not None:  # a failure with actual usage (a native context stop) keeps it
-                    progress.usage = progress.usage + chunk.usage
-                await _account(setup, progress, model, chunk.usage, attempt_number)
-                return result
-        result.error = LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
-        return result
+                return _round(entry, folded, error=_provider_raised())
+            folded = fold_chunk(folded, chunk)
+            said = echo(chunk)
+            if said is not None:
+                await _publish_echo(setup, said, model)
+            if folded.end is not None:
+                return await _attempt_ended(setup, progress, entry, folded, attempt_number)
+        return _round(
+            entry, folded, error=LlmError(kind=LlmErrorKind.TRANSPORT, message="stream ended without a stop")
+        )
     finally:
         close_soon(chunks)  # started now, not at collection; the attempt does not wait for it
+
+
+def _provider_raised() -> LlmError:
+    return LlmError(kind=LlmErrorKind.UNKNOWN, message="provider raised")
+
+
+def _round(entry: PlanEntry, folded: RoundFold, *, error: LlmError | None = None) -> _Round:
+    return _Round(
+        model=entry.model,
+        provider=entry.provider,
+        text=folded.text,
+        reasoning=folded.reasoning,
+        calls=folded.calls,
+        error=error,
+    )
+
+
+async def _publish_echo(setup: TurnSetup, said: Echo, model: str) -> None:
+    if said.kind == "token":
+        await setup.stamper.emit(AgentToken, node_id=setup.node_id, token=said.text, model=model)
+    else:
+        await setup.stamper.emit(AgentReasoning, node_id=setup.node_id, text=said.text, model=model)
+
+
+async def _attempt_ended(
+    setup: TurnSetup, progress: TurnProgress, entry: PlanEntry, folded: RoundFold, attempt_number: int
+) -> _Round:
+    """Account the attempt its end chunk closed: a stop (final reply or tool round) or an error chunk."""
+    model, end = entry.model, folded.end
+    if isinstance(end, StreamErrorChunk):
+        if end.usage is not None:  # a failure with actual usage (a native context stop) keeps it
+            progress.usage = progress.usage + end.usage
+        await _account(setup, progress, model, end.usage, attempt_number)
+        return _round(entry, folded, error=end.error)
+    assert isinstance(end, StopChunk)
+    result = _round(entry, folded)
+    progress.usage = progress.usage + end.usage
+    final = not asks_for_tools(end.stop_reason, len(folded.calls))
+    if final:
+        progress.resolved = True  # the final reply is in: a later abort is a no-op
+    if final and setup.defer_final and setup.usage is not None:  # resolved in the turn's commit
+        record = _resolution_record(model, attempt_number, end.usage)
+        progress.deferred = DeferredResolution(record, end.usage, attempt_number)
+    elif final or setup.usage is None:
+        await _account(setup, progress, model, end.usage, attempt_number)
+    else:  # a tool round: its usage write overlaps the round's dispatch (run_turn starts it)
+        result.unaccounted = (end.usage, attempt_number)
+    result.stop_reason = end.stop_reason
+    return result
 
 
 async def _account(
@@ -621,16 +615,6 @@ async def _finish_accounting(progress: TurnProgress) -> None:
         progress.accounting = None
 
 
-def _parse_args(call: _PendingCall) -> None:
-    if not call.args_json.strip():
-        call.args = {}
-        return
-    try:
-        call.args = json.loads(call.args_json)
-    except ValueError:
-        call.args_valid = False
-
-
 async def _dispatch_round(
     setup: TurnSetup, progress: TurnProgress, result: _Round, round_number: int
 ) -> list[LlmMessage]:
@@ -657,7 +641,7 @@ async def _dispatch_round(
     ]
 
 
-async def _dispatch_one(setup: TurnSetup, call: _PendingCall, model: str, round_number: int) -> ToolOutput:
+async def _dispatch_one(setup: TurnSetup, call: CallDraft, model: str, round_number: int) -> ToolOutput:
     await setup.stamper.emit(
         AgentToolCall, node_id=setup.node_id, model=model, tool_id=call.name, tool_input=call.args
     )
@@ -672,7 +656,7 @@ async def _dispatch_one(setup: TurnSetup, call: _PendingCall, model: str, round_
     return output
 
 
-async def _decide_and_run(setup: TurnSetup, call: _PendingCall, round_number: int) -> ToolOutput:
+async def _decide_and_run(setup: TurnSetup, call: CallDraft, round_number: int) -> ToolOutput:
     tool = setup.registry.get(call.name)
     if tool is None or call.name not in setup.advertised:
         return ToolOutput(f"tool {call.name!r} is not available in this session", is_error=True)
