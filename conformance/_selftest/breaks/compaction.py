@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import Governor, JobBreak, WrappedSession
+from relavium_conformance._selftest.breaks.shared import Governor, WrappedSession, bending_jobs
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._model.events import CompactionReason, SessionCompacted
@@ -194,105 +194,100 @@ def _cut(text: str, keep: int) -> str:
     name="compaction-egress-before-acknowledgement",
     summary=("an unknown-window compaction sends its passes without the host acknowledging the disclosure"),
     clauses=("AS-COMP-028", "AS-COMP-029", "AS-COMP-030"),
+    through=bending_jobs,
 )
-class _SkipsAcknowledgement(JobBreak):
+def _skips_acknowledgement(job: CompactionJob) -> None:
     """Treats the unknown-window disclosure as already acknowledged: passes egress unacknowledged."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        job.acknowledged = True
+    job.acknowledged = True
 
 
 @break_of(
     name="compaction-failed-acknowledgement-ignored",
     summary=("a failed acknowledgement of the unknown-window disclosure is ignored and the passes are sent"),
     clauses=("AS-COMP-030",),
+    through=bending_jobs,
 )
-class _IgnoresFailedAcknowledgement(JobBreak):
+def _ignores_failed_acknowledgement(job: CompactionJob) -> None:
     """A failed acknowledgement is swallowed and the passes go out anyway."""
+    hook = job.on_compaction_start
+    if hook is None:
+        return
 
-    def _bend(self, job: CompactionJob) -> None:
-        hook = job.on_compaction_start
-        if hook is None:
+    async def swallow(start: CompactionStart) -> None:
+        try:
+            await hook(start)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
             return
 
-        async def swallow(start: CompactionStart) -> None:
-            try:
-                await hook(start)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                return
-
-        job.on_compaction_start = swallow
+    job.on_compaction_start = swallow
 
 
 @break_of(
     name="compaction-late-acknowledgement-honoured",
     summary="an acknowledgement answered after a cancel is waited for and then grants the passes egress",
     clauses=("AS-COMP-034",),
+    through=bending_jobs,
 )
-class _HonoursLateAcknowledgement(JobBreak):
+def _honours_late_acknowledgement(job: CompactionJob) -> None:
     """Waits out the acknowledgement through a cancel and then egresses on its (late) grant."""
+    hook = job.on_compaction_start
+    if hook is None:
+        return
+    late = {"cancel": False}
+    cancelled = job.cancelled
 
-    def _bend(self, job: CompactionJob) -> None:
-        hook = job.on_compaction_start
-        if hook is None:
-            return
-        late = {"cancel": False}
-        cancelled = job.cancelled
+    async def wait_it_out(start: CompactionStart) -> None:
+        answer = asyncio.ensure_future(hook(start))
+        while True:
+            try:
+                await asyncio.shield(answer)
+                return
+            except asyncio.CancelledError:
+                if answer.done():
+                    raise
+                late["cancel"] = True
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
 
-        async def wait_it_out(start: CompactionStart) -> None:
-            answer = asyncio.ensure_future(hook(start))
-            while True:
-                try:
-                    await asyncio.shield(answer)
-                    return
-                except asyncio.CancelledError:
-                    if answer.done():
-                        raise
-                    late["cancel"] = True
-                    asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    def forgets() -> bool:
+        return False if late["cancel"] else cancelled()
 
-        def forgets() -> bool:
-            return False if late["cancel"] else cancelled()
-
-        job.on_compaction_start = wait_it_out
-        job.cancelled = forgets
+    job.on_compaction_start = wait_it_out
+    job.cancelled = forgets
 
 
 @break_of(
     name="compaction-cancelled-acknowledgement-fails",
     summary="a cancel while the acknowledgement is pending ends the compaction as failed, not cancelled",
     clauses=("AS-COMP-032", "AS-COMP-039"),
+    through=bending_jobs,
 )
-class _CancelledAcknowledgementFails(JobBreak):
+def _cancelled_acknowledgement_fails(job: CompactionJob) -> None:
     """A cancel while the acknowledgement is pending is reported as a failed acknowledgement."""
+    hook = job.on_compaction_start
+    if hook is None:
+        return
 
-    def _bend(self, job: CompactionJob) -> None:
-        hook = job.on_compaction_start
-        if hook is None:
-            return
+    async def as_failure(start: CompactionStart) -> None:
+        try:
+            await hook(start)
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            raise RuntimeError("the acknowledgement did not arrive") from None
 
-        async def as_failure(start: CompactionStart) -> None:
-            try:
-                await hook(start)
-            except asyncio.CancelledError:
-                asyncio.current_task().uncancel()  # type: ignore[union-attr]
-                raise RuntimeError("the acknowledgement did not arrive") from None
-
-        job.on_compaction_start = as_failure
+    job.on_compaction_start = as_failure
 
 
 @break_of(
     name="compaction-fifth-pass",
     summary="a compaction runs up to five summary passes",
     clauses=("AS-COMP-016",),
+    through=bending_jobs,
 )
-class _FifthPass(JobBreak):
+def _fifth_pass(job: CompactionJob) -> None:
     """Plans up to five summary passes."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        job.max_passes = 5
+    job.max_passes = 5
 
 
 @break_of(
@@ -301,71 +296,67 @@ class _FifthPass(JobBreak):
         "a manual compaction with an unknown window plans its passes as if the window were 36,864 tokens"
     ),
     clauses=("AS-COMP-026",),
+    through=bending_jobs,
 )
-class _IgnoresSoftBound(JobBreak):
+def _ignores_soft_bound(job: CompactionJob) -> None:
     """An unknown window is planned as a 36,864-token one: no soft bound (and no disclosure)."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        models = dict(job.models)
-        for entry in job.plan:
-            if models.get(entry.model, UNKNOWN_MODEL).authoritative_window is None:
-                models[entry.model] = ModelInfo(context_window=36864)
-        job.models = models
+    models = dict(job.models)
+    for entry in job.plan:
+        if models.get(entry.model, UNKNOWN_MODEL).authoritative_window is None:
+            models[entry.model] = ModelInfo(context_window=36864)
+    job.models = models
 
 
 @break_of(
     name="compaction-first-entry-window-only",
     summary="summary passes are sized by the first plan entry's window alone, not every known entry's",
     clauses=("AS-COMP-018",),
+    through=bending_jobs,
 )
-class _FirstEntryWindowOnly(JobBreak):
+def _first_entry_window_only(job: CompactionJob) -> None:
     """Sizes the passes by the first entry's window alone, as if every entry had it."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        first = job.models.get(job.plan[0].model) if job.plan else None
-        if first is not None:
-            job.models = {**job.models, **{entry.model: first for entry in job.plan}}
+    first = job.models.get(job.plan[0].model) if job.plan else None
+    if first is not None:
+        job.models = {**job.models, **{entry.model: first for entry in job.plan}}
 
 
 @break_of(
     name="compaction-kept-exchange-truncated",
     summary="long kept messages are cut in the summariser request to make room",
     clauses=("AS-COMP-017", "AS-COMP-021"),
+    through=bending_jobs,
 )
-class _KeptExchangeTruncated(JobBreak):
+def _kept_exchange_truncated(job: CompactionJob) -> None:
     """Cuts long kept messages in the summariser request to make room."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        _rewrite_parts(job, lambda i, text: text if i == 0 or text == KEPT_HEADER else _cut(text, 1000))
+    _rewrite_parts(job, lambda i, text: text if i == 0 or text == KEPT_HEADER else _cut(text, 1000))
 
 
 @break_of(
     name="compaction-cut-without-note",
     summary="an oversized foldable message is cut without the omission note",
     clauses=("AS-COMP-019", "AS-COMP-020"),
+    through=bending_jobs,
 )
-class _CutWithoutNote(JobBreak):
+def _cut_without_note(job: CompactionJob) -> None:
     """Cuts an oversized foldable message silently: the omission note is left out."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        _rewrite_parts(job, lambda i, text: _NOTE.sub("", text) if i == 0 else text)
+    _rewrite_parts(job, lambda i, text: _NOTE.sub("", text) if i == 0 else text)
 
 
 @break_of(
     name="compaction-running-summary-truncated",
     summary="the running summary is cut in the summariser request",
     clauses=("AS-COMP-021",),
+    through=bending_jobs,
 )
-class _RunningSummaryTruncated(JobBreak):
+def _running_summary_truncated(job: CompactionJob) -> None:
     """Cuts the running summary in the fold block to half its length."""
 
-    def _bend(self, job: CompactionJob) -> None:
-        def halve(i: int, text: str) -> str:
-            if i != 0:
-                return text
-            return _SUMMARY.sub(lambda m: m.group(1) + m.group(2)[: len(m.group(2)) // 2] + m.group(3), text)
+    def halve(i: int, text: str) -> str:
+        if i != 0:
+            return text
+        return _SUMMARY.sub(lambda m: m.group(1) + m.group(2)[: len(m.group(2)) // 2] + m.group(3), text)
 
-        _rewrite_parts(job, halve)
+    _rewrite_parts(job, halve)
 
 
 @break_of(
@@ -420,43 +411,41 @@ class _PartialSummaryInstalled(AgentSession):
     name="compaction-keeps-unused-admission",
     summary="a pass admitted but cancelled before it was sent keeps its admission",
     clauses=("AS-COMP-032",),
+    through=bending_jobs,
 )
-class _KeepsUnusedAdmission(JobBreak):
+def _keeps_unused_admission(job: CompactionJob) -> None:
     """A pass admitted but never sent (the compaction was cancelled first) keeps its admission."""
+    inner = job.admission
 
-    def _bend(self, job: CompactionJob) -> None:
-        inner = job.admission
+    class _NoRelease:
+        async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+            return await inner.admit(request)
 
-        class _NoRelease:
-            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
-                return await inner.admit(request)
+        async def release(self, request: AdmissionRequest) -> None:
+            return None
 
-            async def release(self, request: AdmissionRequest) -> None:
-                return None
-
-        job.admission = _NoRelease()
+    job.admission = _NoRelease()
 
 
 @break_of(
     name="compaction-marker-failure-installs",
     summary="a failed marker append is ignored and the summary installed without a durable boundary",
     clauses=("AS-COMP-022", "AS-COMP-023"),
+    through=bending_jobs,
 )
-class _MarkerFailureInstalls(JobBreak):
+def _marker_failure_installs(job: CompactionJob) -> None:
     """A failed marker append is ignored: the summary is installed without a durable boundary."""
+    append = job.append_boundary
 
-    def _bend(self, job: CompactionJob) -> None:
-        append = job.append_boundary
+    async def ignore(kept_slots: int, text: str) -> None:
+        try:
+            await append(kept_slots, text)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return
 
-        async def ignore(kept_slots: int, text: str) -> None:
-            try:
-                await append(kept_slots, text)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                return
-
-        job.append_boundary = ignore
+    job.append_boundary = ignore
 
 
 @break_of(
@@ -465,23 +454,22 @@ class _MarkerFailureInstalls(JobBreak):
         "keptTurnCount counts only kept exchanges with a nonempty reply, not legacy slots or empty finals"
     ),
     clauses=("AS-COMP-025",),
+    through=bending_jobs,
 )
-class _KeptTurnCountRepliesOnly(JobBreak):
+def _kept_turn_count_replies_only(job: CompactionJob) -> None:
     """``keptTurnCount`` counts only kept exchanges with a nonempty reply (no legacy slot, no empty final)."""
+    inner, exchanges = job.stamper, job.exchanges
 
-    def _bend(self, job: CompactionJob) -> None:
-        inner, exchanges = job.stamper, job.exchanges
+    def replies(kept: int) -> int:
+        return sum(1 for e in exchanges[len(exchanges) - kept :] if e.assistant)
 
-        def replies(kept: int) -> int:
-            return sum(1 for e in exchanges[len(exchanges) - kept :] if e.assistant)
+    class _Counting:
+        async def emit(self, event_type: Any, **payload: Any) -> Any:
+            if event_type is SessionCompacted:
+                payload["kept_turn_count"] = replies(payload["kept_turn_count"])
+            return await inner.emit(event_type, **payload)
 
-        class _Counting:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                if event_type is SessionCompacted:
-                    payload["kept_turn_count"] = replies(payload["kept_turn_count"])
-                return await inner.emit(event_type, **payload)
-
-        job.stamper = _Counting()  # type: ignore[assignment]
+    job.stamper = _Counting()  # type: ignore[assignment]
 
 
 @break_of(
@@ -490,23 +478,22 @@ class _KeptTurnCountRepliesOnly(JobBreak):
         "a compaction before a turn counts the pending user as a kept turn (keptTurnCount and the marker)"
     ),
     clauses=("AS-COMP-025",),
+    through=bending_jobs,
 )
-class _KeptTurnCountWithPendingUser(JobBreak):
+def _kept_turn_count_with_pending_user(job: CompactionJob) -> None:
     """Counts the pending user of a turn as a kept slot: ``keptTurnCount`` and the marker keep one more."""
+    if job.pending_user is None:
+        return
+    inner, append = job.stamper, job.append_boundary
 
-    def _bend(self, job: CompactionJob) -> None:
-        if job.pending_user is None:
-            return
-        inner, append = job.stamper, job.append_boundary
+    class _Counting:
+        async def emit(self, event_type: Any, **payload: Any) -> Any:
+            if event_type is SessionCompacted:
+                payload["kept_turn_count"] = payload["kept_turn_count"] + 1
+            return await inner.emit(event_type, **payload)
 
-        class _Counting:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                if event_type is SessionCompacted:
-                    payload["kept_turn_count"] = payload["kept_turn_count"] + 1
-                return await inner.emit(event_type, **payload)
+    async def one_more(kept_slots: int, text: str) -> None:
+        await append(kept_slots + 1, text)
 
-        async def one_more(kept_slots: int, text: str) -> None:
-            await append(kept_slots + 1, text)
-
-        job.stamper = _Counting()  # type: ignore[assignment]
-        job.append_boundary = one_more
+    job.stamper = _Counting()  # type: ignore[assignment]
+    job.append_boundary = one_more

@@ -10,7 +10,7 @@ from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import JobBreak, forgetting, shielded
+from relavium_conformance._selftest.breaks.shared import bending_jobs, forgetting, shielded
 from relavium_conformance._wire.messages import HandleParams
 from relavium_conformance._wire.protocol import Callback
 from relavium_reference import AgentSession
@@ -241,39 +241,37 @@ class _MomentBeforeAdmission(AgentSession):
     name="compaction-moment-closed-twice",
     summary="a failed compaction closes its moment with two failed-moment events",
     clauses=("AS-COMP-036", "AS-COMP-038"),
+    through=bending_jobs,
 )
-class _MomentClosedTwice(JobBreak):
+def _moment_closed_twice(job: CompactionJob) -> None:
     """A failed compaction closes its moment with two failed-moment events."""
+    inner = job.stamper
 
-    def _bend(self, job: CompactionJob) -> None:
-        inner = job.stamper
+    class _Twice:
+        async def emit(self, event_type: Any, **payload: Any) -> Any:
+            if event_type is SessionCompactionFailed:
+                await inner.emit(event_type, **payload)
+            return await inner.emit(event_type, **payload)
 
-        class _Twice:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                if event_type is SessionCompactionFailed:
-                    await inner.emit(event_type, **payload)
-                return await inner.emit(event_type, **payload)
-
-        job.stamper = _Twice()  # type: ignore[assignment]
+    job.stamper = _Twice()  # type: ignore[assignment]
 
 
 @break_of(
     name="compaction-marker-commit-not-rechecked",
     summary="a cancel during the marker commit is not rechecked: the summary is installed and announced",
     clauses=("AS-COMP-036",),
+    through=bending_jobs,
 )
-class _MarkerCommitNotRechecked(JobBreak):
+def _marker_commit_not_rechecked(job: CompactionJob) -> None:
     """Finishes the marker commit through a cancel and installs the summary anyway."""
+    late = {"cancel": False}
+    append = job.append_boundary
 
-    def _bend(self, job: CompactionJob) -> None:
-        late = {"cancel": False}
-        append = job.append_boundary
+    async def through(kept_slots: int, text: str) -> None:
+        await shielded(lambda: append(kept_slots, text), late)
 
-        async def through(kept_slots: int, text: str) -> None:
-            await shielded(lambda: append(kept_slots, text), late)
-
-        job.append_boundary = through
-        forgetting(job, late)
+    job.append_boundary = through
+    forgetting(job, late)
 
 
 @break_of(

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 from relavium_conformance._selftest.base import break_of
 from relavium_conformance._selftest.breaks.shared import (
     Answers,
-    JobBreak,
     ProviderRequests,
     answer_rows,
+    bending_jobs,
     request_messages,
 )
 from relavium_conformance._selftest.wire_variants import WireVariant
@@ -76,15 +76,15 @@ class _CompactWhileBusy(AgentSession):
     name="compaction-without-marker",
     summary="a compaction installs its summary without appending the durable boundary marker",
     clauses=("AS-LIFE-035",),
+    through=bending_jobs,
 )
-class _NoMarker(JobBreak):
+def _no_marker(job: CompactionJob) -> None:
     """Installs the summary without appending the durable boundary marker."""
 
-    def _bend(self, job: CompactionJob) -> None:
-        async def nothing(kept_slots: int, text: str) -> None:
-            return None
+    async def nothing(kept_slots: int, text: str) -> None:
+        return None
 
-        job.append_boundary = nothing
+    job.append_boundary = nothing
 
 
 @break_of(

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import JobBreak, Observed, forgetting, shielded
+from relavium_conformance._selftest.breaks.shared import Observed, bending_jobs, forgetting, shielded
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_reference import AgentSession, PersistError, SessionStopReason, TurnResult
 from relavium_reference._host.compaction_runner import CompactionJob
@@ -128,12 +128,11 @@ def _wrap_estimates(job: CompactionJob, estimate: Callable[[LlmProvider, LlmRequ
     name="compaction-skips-the-estimate",
     summary="the prospective history is installed without the provider's own estimate",
     clauses=("AS-OBS-028",),
+    through=bending_jobs,
 )
-class _SkipsTheEstimate(JobBreak):
+def _skips_the_estimate(job: CompactionJob) -> None:
     """Installs without asking the provider's own estimator about the prospective history."""
-
-    def _bend(self, job: CompactionJob) -> None:
-        _wrap_estimates(job, None)
+    _wrap_estimates(job, None)
 
 
 @break_of(
@@ -142,46 +141,44 @@ class _SkipsTheEstimate(JobBreak):
         "a cancel during the estimate is not rechecked: the marker is written and the summary installed"
     ),
     clauses=("AS-OBS-029", "AS-COMP-023"),
+    through=bending_jobs,
 )
-class _EstimateNotRechecked(JobBreak):
+def _estimate_not_rechecked(job: CompactionJob) -> None:
     """Finishes the estimate through a cancel and does not recheck it: the marker is still written."""
+    late = {"cancel": False}
 
-    def _bend(self, job: CompactionJob) -> None:
-        late = {"cancel": False}
+    async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
+        return int(await shielded(lambda: inner.estimate_tokens(request), late))  # type: ignore[attr-defined]
 
-        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
-            return int(await shielded(lambda: inner.estimate_tokens(request), late))  # type: ignore[attr-defined]
-
-        _wrap_estimates(job, estimate)
-        forgetting(job, late)
+    _wrap_estimates(job, estimate)
+    forgetting(job, late)
 
 
 @break_of(
     name="compaction-failing-estimate-fails",
     summary="a failing provider estimator fails the compaction",
     clauses=("AS-OBS-030",),
+    through=bending_jobs,
 )
-class _FailingEstimateFails(JobBreak):
+def _failing_estimate_fails(job: CompactionJob) -> None:
     """A failing provider estimator fails the compaction."""
+    failed = {"estimate": False}
+    append = job.append_boundary
 
-    def _bend(self, job: CompactionJob) -> None:
-        failed = {"estimate": False}
-        append = job.append_boundary
+    async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
+        try:
+            return int(await inner.estimate_tokens(request))  # type: ignore[attr-defined]
+        except Exception:
+            failed["estimate"] = True
+            raise
 
-        async def estimate(inner: LlmProvider, request: LlmRequest) -> int:
-            try:
-                return int(await inner.estimate_tokens(request))  # type: ignore[attr-defined]
-            except Exception:
-                failed["estimate"] = True
-                raise
+    async def refuse(kept_slots: int, text: str) -> None:
+        if failed["estimate"]:
+            raise RuntimeError("the estimate failed")
+        await append(kept_slots, text)
 
-        async def refuse(kept_slots: int, text: str) -> None:
-            if failed["estimate"]:
-                raise RuntimeError("the estimate failed")
-            await append(kept_slots, text)
-
-        _wrap_estimates(job, estimate)
-        job.append_boundary = refuse
+    _wrap_estimates(job, estimate)
+    job.append_boundary = refuse
 
 
 @break_of(
@@ -200,36 +197,37 @@ class _AbortReachesCompaction(AgentSession):
         super().abort()
 
 
+def _relabel_failures(job: CompactionJob, *, to_failed: bool) -> None:
+    """The compaction's notifications lose their failures' origin: ``to_failed`` turns a raw failure into a
+    classified one (a fixed failed result); otherwise a classified one is rethrown as raw."""
+    inner = job.stamper
+
+    class _Relabel:
+        async def emit(self, event_type: Any, **payload: Any) -> Any:
+            try:
+                return await inner.emit(event_type, **payload)
+            except ObserverError as failure:
+                if to_failed:
+                    raise
+                raise RuntimeError(str(failure)) from None
+            except Exception as failure:
+                if to_failed:
+                    raise ObserverError(str(failure)) from None
+                raise
+
+    job.stamper = _Relabel()  # type: ignore[assignment]
+
+
 @break_of(
     name="compaction-classified-observer-failure-rejects",
     summary=(
         "a classified failure of a compaction notification rejects instead of giving the fixed failed result"
     ),
     clauses=("AS-OBS-011", "AS-OBS-012"),
+    through=bending_jobs,
 )
-class _ObserverOriginLost(JobBreak):
-    """The compaction's notifications lose their failures' origin: ``to_failed`` turns a raw failure into a
-    classified one (a fixed failed result); otherwise a classified one is rethrown as raw."""
-
-    to_failed = False
-
-    def _bend(self, job: CompactionJob) -> None:
-        inner, to_failed = job.stamper, self.to_failed
-
-        class _Relabel:
-            async def emit(self, event_type: Any, **payload: Any) -> Any:
-                try:
-                    return await inner.emit(event_type, **payload)
-                except ObserverError as failure:
-                    if to_failed:
-                        raise
-                    raise RuntimeError(str(failure)) from None
-                except Exception as failure:
-                    if to_failed:
-                        raise ObserverError(str(failure)) from None
-                    raise
-
-        job.stamper = _Relabel()  # type: ignore[assignment]
+def _observer_origin_lost(job: CompactionJob) -> None:
+    _relabel_failures(job, to_failed=False)
 
 
 @break_of(
@@ -238,9 +236,10 @@ class _ObserverOriginLost(JobBreak):
         "a raw failure of a compaction notification becomes a failed result, not the original rejection"
     ),
     clauses=("AS-OBS-011", "AS-OBS-012"),
+    through=bending_jobs,
 )
-class _RawObserverFailureFails(_ObserverOriginLost):
-    to_failed = True
+def _raw_observer_failure_fails(job: CompactionJob) -> None:
+    _relabel_failures(job, to_failed=True)
 
 
 @break_of(
@@ -249,21 +248,20 @@ class _RawObserverFailureFails(_ObserverOriginLost):
         "a cancel while the providers are resolved is not rechecked: the next entry is resolved and called"
     ),
     clauses=("AS-OBS-020", "AS-OBS-021"),
+    through=bending_jobs,
 )
-class _ResolutionNotRechecked(JobBreak):
+def _resolution_not_rechecked(job: CompactionJob) -> None:
     """Finishes resolving the providers through a cancel and does not recheck it: it goes on to the passes."""
+    late = {"cancel": False}
+    prepare = job.prepare_provider
+    if prepare is None:
+        return
 
-    def _bend(self, job: CompactionJob) -> None:
-        late = {"cancel": False}
-        prepare = job.prepare_provider
-        if prepare is None:
-            return
+    async def through(provider: ProviderId, model: str) -> None:
+        await shielded(lambda: prepare(provider, model), late)
 
-        async def through(provider: ProviderId, model: str) -> None:
-            await shielded(lambda: prepare(provider, model), late)
-
-        job.prepare_provider = through
-        forgetting(job, late)
+    job.prepare_provider = through
+    forgetting(job, late)
 
 
 @break_of(

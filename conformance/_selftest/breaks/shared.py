@@ -29,7 +29,7 @@ __all__ = [
     "Answers",
     "Document",
     "Governor",
-    "JobBreak",
+    "JobEdit",
     "Observed",
     "ProviderRequests",
     "Reconstruct",
@@ -37,6 +37,7 @@ __all__ = [
     "ResumeCleansRows",
     "WrappedSession",
     "answer_rows",
+    "bending_jobs",
     "by_sequence",
     "forgetting",
     "handle_root",
@@ -84,18 +85,24 @@ class WrappedSession(AgentSession):
         return replace(setup, admission=self.governor(setup.admission), usage=usage)
 
 
-class JobBreak(AgentSession):
-    """A session whose compaction job is changed by :meth:`_bend` before the runner sees it."""
+JobEdit = Callable[[CompactionJob], None]
+"""The one port a compaction-job break fills: it changes, in place, the job a session built before
+the compaction runner sees it."""
 
-    def _compaction_job(
-        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
-    ) -> CompactionJob:
-        job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
-        self._bend(job)
-        return job
 
-    def _bend(self, job: CompactionJob) -> None:
-        raise NotImplementedError
+def bending_jobs(edit: JobEdit) -> type[AgentSession]:
+    """The reference session with every compaction job it builds changed by ``edit`` first."""
+
+    class JobBent(AgentSession):
+        def _compaction_job(
+            self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+        ) -> CompactionJob:
+            job = super()._compaction_job(reason, manual=manual, pending_user=pending_user)
+            edit(job)
+            return job
+
+    JobBent.__qualname__ = JobBent.__name__ = f"JobBent{edit.__name__}"
+    return JobBent
 
 
 def shielded(step: Callable[[], Any], late: dict[str, bool]) -> Any:
