@@ -54,14 +54,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from transports import (  # this folder (the script's own) is first on the path
-    bare_round_trip,
-    captured_messages,
-    corpus_run,
-    json_floor,
-    server_start_stop,
-)
-
 from relavium_reference import (
     AgentSession,
     AgentSnapshot,
@@ -84,6 +76,13 @@ from relavium_reference._rules.resume import (
     reconstruct_session_state,
 )
 from relavium_reference._rules.workflow_yaml import dump_yaml
+from transports import (  # this folder (the script's own) is first on the path
+    bare_round_trip,
+    captured_messages,
+    corpus_run,
+    json_floor,
+    server_start_stop,
+)
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "relavium-conformance") if (BIN / "relavium-conformance").exists() else None
@@ -266,7 +265,7 @@ async def _durable_lockstep(
         shadow = AgentSession(agent=AGENT, context=CONTEXT, deps=_deps(SqlitePersister(shadow_store)))
         await shadow.start()
         statements: list[str] = []
-        shadow_store._conn.set_trace_callback(statements.append)  # the reference store's own connection
+        shadow_store._db.set_trace_callback(statements.append)  # the reference store's own connection
         shadow_row, shadow_names = _session_row(directory / "shadow.db")
         bare = _RawReplay(directory / "raw3.db", shadow_names, shadow_row)
         session_row, session_names = _session_row(directory / "history.db")

@@ -6,7 +6,8 @@ memory (so it declares no durability: read as process-local), takes the kit's cl
 optional faces, ``list`` and ``ownership``; every case that needs another face is reported
 ``unsupported``.  Run it with:
 
-    relavium-conformance run --profile session-store --adapter "stdio:python3 docs/examples/minimal-store-adapter.py"
+    relavium-conformance run --profile session-store \
+        --adapter "stdio:python3 docs/examples/minimal-store-adapter.py"
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Store:
             session["incarnation"] = uuid.uuid4().hex
             self.sessions[session_id] = self.refs[ref] = session
         session["active"] = self.clock()
-        return {"sessionId": session_id, "ref": session["ref"], "metadata": {"incarnation": session["incarnation"]}}
+        metadata = {"incarnation": session["incarnation"]}
+        return {"sessionId": session_id, "ref": session["ref"], "metadata": metadata}
 
     def handle(self, method: str, p: dict[str, Any]) -> Any:
         if method == "store.setClock":
@@ -128,7 +130,8 @@ def answer(store: Store | None, message: dict[str, Any]) -> tuple[Store | None, 
         else:
             raise Refusal("not_found", "store.open first")
     except Refusal as refusal:
-        reply["error"] = {"code": -32004, "message": str(refusal), "data": {"kind": "session_error", "code": refusal.code}}
+        data = {"kind": "session_error", "code": refusal.code}
+        reply["error"] = {"code": -32004, "message": str(refusal), "data": data}
     except KeyError as exc:
         reply["error"] = {"code": -32601, "message": f"not offered: {exc}"}
     return store, reply
