@@ -70,22 +70,20 @@ from relavium_reference._model.records import CostEntry
 from relavium_reference._model.shapes import MemoryPolicySpec
 from relavium_reference._model.usage_writer import UsagePending, UsageResolved, UsageSettled
 from relavium_reference._model.vocabulary import ProviderId
-from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS, EntryWindow, pass_input_limit
+from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS, EntryWindow
 from relavium_reference._rules.compaction_plan import (
     MAX_PASSES,
     CompactionPlan,
-    fits,
-    kept_slot_count,
-    plan_compaction,
+    Unplanned,
+    decide_compaction,
+    nothing_to_fold,
     request_tokens,
-    summary_request,
 )
 from relavium_reference._rules.projection import (
     Exchange,
     estimate_tokens,
     project_history,
     project_request,
-    working_messages,
 )
 
 __all__ = [
@@ -215,28 +213,25 @@ async def run_compaction(job: CompactionJob) -> CompactionReport:
 
 
 async def _run(job: CompactionJob) -> CompactionReport:
-    if kept_slot_count(job.exchanges) >= len(job.exchanges):
+    if nothing_to_fold(job.exchanges):
         return CompactionReport(NothingToCompact(), installed=False)
     resolved, windows = await _resolve(job)
     await asyncio.sleep(0)  # the provider resolution is an await point of the operation
     if job.cancelled():
         raise asyncio.CancelledError  # before any credential or provider call
-    if not resolved:
-        return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["no_provider"]), installed=False)
-    limit, soft = pass_input_limit(windows, manual=job.manual)
-    if limit is None:
-        return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["no_window"]), installed=False)
-    plan = plan_compaction(job.exchanges, job.summary, job.pending_user, limit, max_passes=job.max_passes)
-    if isinstance(plan, str):
-        return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["no_room"]), installed=False)
+    plan = decide_compaction(
+        job.exchanges, job.summary, job.pending_user, windows, manual=job.manual, max_passes=job.max_passes
+    )
+    if isinstance(plan, Unplanned):
+        return CompactionReport(CompactionFailed(message=FAILED_MESSAGES[plan.reason]), installed=False)
     opened = False
     try:
         summary = job.summary
-        for number, pass_plan in enumerate(plan.passes):
-            kept = working_messages(job.exchanges[plan.folded_slots :])
-            request = summary_request(pass_plan.blocks, summary, kept, job.pending_user, "")
-            if not fits(request, limit):
+        for number in range(len(plan.passes)):
+            request = plan.pass_request(number, summary)
+            if request is None:
                 raise _PassFailed("too_large")
+            soft = plan.needs_acknowledgement
             summary, opened = await _one_pass(job, resolved, request, number, opened, soft)
         assert summary is not None
         return await _install(job, plan, summary, resolved[0].provider, resolved[0].entry.model)

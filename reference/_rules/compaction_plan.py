@@ -14,15 +14,22 @@ the running summary as it is; a later pass reserves room for the largest summary
 KD-COMP-3 note; the system text, the running summary, the kept messages and the pending user are never
 cut.  When the foldable messages need more than four passes, the fold stops at the last whole slot the
 four passes cover: the rest stays verbatim with the kept part, so boundaries keep whole turns.
+
+:func:`decide_compaction` makes the whole decision once, from the transcript and what the host's plan
+entries resolved to: one immutable :class:`CompactionPlan` (the passes, the slots folded and kept, the
+pass input limit, whether the host must acknowledge an unknown window, and each pass's request given the
+summary the previous pass returned), or the :class:`Unplanned` reason it cannot run.  The runner
+(``_host/compaction_runner.py``) only sequences it: admission, the provider calls, the install.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from relavium_reference._model.llm import LlmMessage, LlmRequest, LlmTextPart
-from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS
+from relavium_reference._rules.compaction_measure import SUMMARY_MAX_TOKENS, EntryWindow, pass_input_limit
 from relavium_reference._rules.projection import (
     Exchange,
     HistoryMessage,
@@ -37,8 +44,11 @@ __all__ = [
     "SUMMARISER_SYSTEM",
     "CompactionPlan",
     "PassPlan",
+    "Unplanned",
+    "decide_compaction",
     "fits",
     "kept_slot_count",
+    "nothing_to_fold",
     "plan_compaction",
     "request_tokens",
     "summary_request",
@@ -109,11 +119,69 @@ class PassPlan:
 
 @dataclass(frozen=True)
 class CompactionPlan:
-    """What one compaction will do: its passes, the slots it folds and the slots it keeps."""
+    """What one compaction will do: its passes, the slots it folds and the slots it keeps, under which
+    pass input limit, and whether the host must first acknowledge that the limit is a soft bound."""
 
     passes: tuple[PassPlan, ...]
     folded_slots: int
     kept_slots: int
+    limit_tokens: int = 0
+    kept: tuple[HistoryMessage, ...] = ()
+    """The messages that stay verbatim (every pass request carries them)."""
+    pending_user: str | None = None
+    needs_acknowledgement: bool = False
+    """No attemptable entry has an authoritative window: a manual compaction runs under the soft bound
+    once the host acknowledged it (KD-COMP-6)."""
+
+    def pass_request(self, number: int, running_summary: str | None) -> LlmRequest | None:
+        """Pass ``number``'s summariser request, given the summary so far (the previous pass's, or the
+        session's for the first); ``None`` when it does not fit the limit (a summary came back too large)."""
+        request = summary_request(
+            self.passes[number].blocks, running_summary, self.kept, self.pending_user, ""
+        )
+        return request if fits(request, self.limit_tokens) else None
+
+
+@dataclass(frozen=True)
+class Unplanned:
+    """Why a compaction cannot run: no provider of the plan resolves, no window to size a pass, no room."""
+
+    reason: Literal["no_provider", "no_window", "no_room"]
+
+
+def nothing_to_fold(exchanges: Sequence[Exchange]) -> bool:
+    """Every slot is in the kept part: a compaction has nothing to do (decided before any provider)."""
+    return kept_slot_count(exchanges) >= len(exchanges)
+
+
+def decide_compaction(
+    exchanges: Sequence[Exchange],
+    running_summary: str | None,
+    pending_user: str | None,
+    windows: Sequence[EntryWindow],
+    *,
+    manual: bool,
+    max_passes: int = MAX_PASSES,
+) -> CompactionPlan | Unplanned:
+    """The one plan of a compaction with something to fold (see :func:`nothing_to_fold`), given each plan
+    entry's window and whether it resolved; or why it cannot run."""
+    if not any(window.attemptable for window in windows):
+        return Unplanned("no_provider")
+    limit, soft = pass_input_limit(windows, manual=manual)
+    if limit is None:
+        return Unplanned("no_window")
+    plan = plan_compaction(exchanges, running_summary, pending_user, limit, max_passes=max_passes)
+    if isinstance(plan, str):
+        return Unplanned("no_room")
+    return CompactionPlan(
+        plan.passes,
+        plan.folded_slots,
+        plan.kept_slots,
+        limit_tokens=plan.limit_tokens,
+        kept=plan.kept,
+        pending_user=plan.pending_user,
+        needs_acknowledgement=soft,
+    )
 
 
 def _kept_parts(kept: Sequence[HistoryMessage], pending_user: str | None) -> list[str]:
@@ -218,7 +286,14 @@ def plan_compaction(
         if passes is None:
             return "there is no room in a summary pass for the conversation to fold"
         if len(passes) <= max_passes:
-            return CompactionPlan(tuple(passes), folded_slots=slots, kept_slots=len(exchanges) - slots)
+            return CompactionPlan(
+                tuple(passes),
+                folded_slots=slots,
+                kept_slots=len(exchanges) - slots,
+                limit_tokens=limit_tokens,
+                kept=tuple(kept),
+                pending_user=pending_user,
+            )
         covered = sum(p.message_count for p in passes[:max_passes])
         fewer = max((i + 1 for i, end in enumerate(ends) if end <= covered), default=0)
         slots = min(fewer, slots - 1)

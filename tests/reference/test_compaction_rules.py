@@ -13,7 +13,15 @@ from relavium_reference._rules.compaction_measure import (
     pass_input_limit,
     trigger_fires,
 )
-from relavium_reference._rules.compaction_plan import plan_compaction, request_tokens, summary_request
+from relavium_reference._rules.compaction_plan import (
+    CompactionPlan,
+    Unplanned,
+    decide_compaction,
+    nothing_to_fold,
+    plan_compaction,
+    request_tokens,
+    summary_request,
+)
 from relavium_reference._rules.projection import (
     Exchange,
     HistoryMessage,
@@ -91,3 +99,49 @@ def test_a_fold_cut_short_by_the_pass_limit_measures_the_longer_kept_part() -> N
     for step in plan.passes:
         assert request_tokens(summary_request(step.blocks, summary, kept, None, "")) <= limit
         summary = "s" * 4096 * 4  # the largest summary a pass may return
+
+
+def test_the_decision_is_one_plan_or_one_reason() -> None:
+    """``decide_compaction`` answers once: why a compaction cannot run, in the runner's order (no provider,
+    no window, no room), or the one immutable plan whose pass requests the runner sends."""
+    exchanges = [Exchange(user=f"q{i}", assistant=f"a{i}") for i in range(6)]
+    known = EntryWindow("a", ModelInfo(context_window=50_000))
+    unknown = EntryWindow("b", ModelInfo())
+    unresolved = EntryWindow("a", ModelInfo(context_window=50_000), attemptable=False)
+    assert nothing_to_fold(exchanges[-1:])
+    assert not nothing_to_fold(exchanges)
+    assert decide_compaction(exchanges, None, None, [unresolved], manual=True) == Unplanned("no_provider")
+    assert decide_compaction(exchanges, None, None, [unknown], manual=False) == Unplanned("no_window")
+    assert decide_compaction(exchanges, None, None, [known], manual=True, max_passes=0) == Unplanned(
+        "no_room"
+    )
+
+    soft = decide_compaction(exchanges, None, "next", [unknown], manual=True)
+    assert isinstance(soft, CompactionPlan)
+    assert soft.needs_acknowledgement
+    assert soft.limit_tokens == SOFT_INPUT_BOUND
+
+    plan = decide_compaction(exchanges, "earlier", "next", [known], manual=True)
+    assert isinstance(plan, CompactionPlan)
+    assert not plan.needs_acknowledgement
+    assert plan.limit_tokens == 50_000 - SUMMARY_MAX_TOKENS
+    assert (plan.folded_slots, plan.kept_slots) == (5, 1)
+    assert plan.kept == tuple(working_messages(exchanges[5:]))
+    request = plan.pass_request(0, "earlier")
+    assert request == summary_request(plan.passes[0].blocks, "earlier", plan.kept, "next", "")
+    assert plan.pass_request(0, "s" * 4 * 50_000) is None  # a summary too large for the pass limit
+
+
+def test_the_plan_is_the_same_as_planning_under_its_limit() -> None:
+    exchanges = [Exchange(user="q" * 5000, assistant=f"a{i}") for i in range(9)]
+    windows = [EntryWindow("a", ModelInfo(context_window=SUMMARY_MAX_TOKENS + 8000))]
+    plan = decide_compaction(exchanges, None, None, windows, manual=False)
+    direct = plan_compaction(exchanges, None, None, 8000)
+    assert isinstance(plan, CompactionPlan)
+    assert not isinstance(direct, str)
+    assert (plan.passes, plan.folded_slots, plan.kept_slots) == (
+        direct.passes,
+        direct.folded_slots,
+        direct.kept_slots,
+    )
+    assert len(plan.passes) > 1
