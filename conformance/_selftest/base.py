@@ -17,7 +17,7 @@ from relavium_conformance._reference.impl import REFERENCE_PURE, PureFunctions, 
 from relavium_conformance._wire.protocol import Callback
 from relavium_reference import AgentSession, TurnPolicy
 
-__all__ = ["BrokenImplementation", "break_of", "registered_breaks", "run_command_approved"]
+__all__ = ["BrokenImplementation", "break_of", "registered_breaks", "run_command_approved", "where_defined"]
 
 _Target = TypeVar("_Target")
 
@@ -56,6 +56,7 @@ class BrokenImplementation:
 
 
 _REGISTERED: dict[str, BrokenImplementation] = {}
+_DEFINED_IN: dict[str, str] = {}  # break name -> the module its decorated definition lives in
 
 
 def _broken(
@@ -93,6 +94,7 @@ def break_of(
             raise KitError(f"break {name} is registered twice")
         made = target if through is None else through(target)
         _REGISTERED[name] = _broken(name, summary, clauses, made, replaces)
+        _DEFINED_IN[name] = getattr(target, "__module__", "")
         return target
 
     return register
@@ -101,3 +103,8 @@ def break_of(
 def registered_breaks() -> tuple[BrokenImplementation, ...]:
     """Every break registered so far, in the order of registration."""
     return tuple(_REGISTERED.values())
+
+
+def where_defined() -> dict[str, str]:
+    """Break name -> the module its registered definition lives in."""
+    return dict(_DEFINED_IN)

@@ -22,7 +22,7 @@ from relavium_conformance._reference.session_store_impl import (
     store_capabilities,
 )
 
-__all__ = ["BrokenStore", "registered_stores", "store_break_of"]
+__all__ = ["BrokenStore", "registered_stores", "store_break_of", "where_defined"]
 
 _Target = TypeVar("_Target")
 
@@ -66,6 +66,7 @@ class BrokenStore:
 
 
 _REGISTERED: dict[str, BrokenStore] = {}
+_DEFINED_IN: dict[str, str] = {}  # broken store name -> the module its decorated definition lives in
 
 
 def _broken_store(
@@ -115,6 +116,7 @@ def store_break_of(
         if name in _REGISTERED:
             raise KitError(f"store break {name} is registered twice")
         _REGISTERED[name] = _broken_store(name, summary, clauses, target, how)
+        _DEFINED_IN[name] = getattr(target, "__module__", "")
         return target
 
     return register
@@ -123,3 +125,8 @@ def store_break_of(
 def registered_stores() -> tuple[BrokenStore, ...]:
     """Every broken store registered so far, in the order of registration."""
     return tuple(_REGISTERED.values())
+
+
+def where_defined() -> dict[str, str]:
+    """Broken store name -> the module its registered definition lives in."""
+    return dict(_DEFINED_IN)
