@@ -15,6 +15,11 @@ status and ``Content-Length``, or a ``text/event-stream`` 200 in chunked transfe
 split across two chunks (so a reader that assumes one frame per read fails), ended by the zero chunk unless
 the script drops the connection.  A request for no scripted invocation, to an unknown path or without a
 JSON body is a violation.  The server writes as fast as the client reads: nothing depends on timing.
+
+What a client sends cannot exhaust the kit either: a request body over :data:`MAX_REQUEST_BODY` is
+refused unread (its declared size is never buffered) and fails the case naming the cap; past
+:data:`MAX_RECORDED_REQUESTS` a case's requests are only counted (one difference says how many more came);
+connections left open, idle or half-sent are dropped quietly when the case ends.
 """
 
 from __future__ import annotations
@@ -47,12 +52,19 @@ _REASONS = {
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
+    413: "Content Too Large",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
 _MAX_HEAD = 64 * 1024
+MAX_REQUEST_BODY = 8 * 1024 * 1024
+"""The largest request body the server reads (a case's requests are a few kilobytes): a request declaring
+more is refused unread (413) and fails the case, naming this cap."""
+MAX_RECORDED_REQUESTS = 200
+"""The most requests one case's server records; the ones after it are refused (429) and counted, and
+the case gets one difference saying how many more arrived."""
 
 
 class _Recorder:
@@ -69,7 +81,7 @@ class DialectServer:
         self,
         providers: dict[str, str],
         observed: _Recorder,
-        take: Callable[[], Sequence[Any] | None],
+        take: Callable[[], Sequence[Any] | Reply | None],
     ) -> None:
         unknown = sorted(set(providers) - set(DIALECT_PATHS))
         if unknown:
@@ -80,10 +92,12 @@ class DialectServer:
         self._server: asyncio.Server | None = None
         self._port = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._unrecorded = 0  # requests that arrived after MAX_RECORDED_REQUESTS
 
     @classmethod
     async def start(
-        cls, providers: dict[str, str], observed: _Recorder, take: Callable[[], Sequence[Any] | None]
+        cls, providers: dict[str, str], observed: _Recorder, take: Callable[[], Sequence[Any] | Reply | None]
     ) -> DialectServer:
         server = cls(providers, observed, take)
         server._server = await asyncio.start_server(server._accept, "127.0.0.1", 0)
@@ -102,6 +116,15 @@ class DialectServer:
         ]
 
     async def close(self) -> None:
+        """Stop serving; the connections still open (half-open, idle, mid-request) are dropped quietly."""
+        self._closing = True
+        if self._unrecorded:
+            message = (
+                f"{self._unrecorded} more provider request(s) arrived after the first "
+                f"{MAX_RECORDED_REQUESTS}, not recorded (the kit records at most {MAX_RECORDED_REQUESTS})"
+            )
+            self._violation(f"provider_requests[{MAX_RECORDED_REQUESTS}]", message, form=DifferenceForm.EXTRA)
+            self._unrecorded = 0
         if self._server is not None:
             self._server.close()
         for task in list(self._tasks):
@@ -121,6 +144,10 @@ class DialectServer:
             await self._serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             pass  # the client went away or spoke no HTTP: nothing to answer
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # closed by close(): end normally (a cancelled handler is reported by asyncio on Python 3.11)
         finally:
             writer.close()
             with contextlib.suppress(Exception):
@@ -140,16 +167,54 @@ class DialectServer:
                 name, value = line.split(":", 1)
                 headers[name.strip().lower()] = value.strip()
         length = int(headers.get("content-length", "0"))
-        raw = await reader.readexactly(length) if length else b""
-        reply = self._answer(method, target, headers, raw)
+        if length < 0:
+            return
+        if length > MAX_REQUEST_BODY:  # never buffered: refused unread, and the connection closed
+            reply = self._refuse(method, target, headers, length)
+        else:
+            raw = await reader.readexactly(length) if length else b""
+            reply = self._answer(method, target, headers, raw)
         await _write(writer, reply)
 
+    def _refuse(self, method: str, target: str, headers: dict[str, str], length: int) -> Reply:
+        if self._full():
+            return Reply(status=429, body=b'{"error": {"message": "kit: too many requests"}}')
+        provider, _, below = target.lstrip("/").partition("/")
+        number = len(self._observed.provider_requests)
+        self._observed.provider_requests.append(
+            {
+                "provider": provider,
+                "model": None,
+                "http": {
+                    "method": method,
+                    "path": "/" + below,
+                    "headers": {k: headers[k] for k in RECORDED_HEADERS if k in headers},
+                    "body": None,
+                },
+            }
+        )
+        message = (
+            f"{method} {target} declared a {length}-byte body, over the kit's cap of {MAX_REQUEST_BODY} bytes"
+            " (not read)"
+        )
+        self._violation(f"provider_requests[{number}]", message)
+        return Reply(status=413, body=b'{"error": {"message": "kit: request body over the cap"}}')
+
+    def _full(self) -> bool:
+        """Whether the log is full (then this request is only counted)."""
+        if len(self._observed.provider_requests) < MAX_RECORDED_REQUESTS:
+            return False
+        self._unrecorded += 1
+        return True
+
     def _answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Reply:
+        if self._full():
+            return Reply(status=429, body=b'{"error": {"message": "kit: too many requests"}}')
         provider, _, below = target.lstrip("/").partition("/")
         path = "/" + below
         try:
             body: Any = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             body = None
         number = len(self._observed.provider_requests)
         known, model = endpoint_model(provider, path, body)
@@ -177,6 +242,8 @@ class DialectServer:
             message = f"provider request #{number + 1} was not scripted"
             self._violation(where, message, form=DifferenceForm.EXTRA)
             return Reply(status=400, body=b'{"error": {"message": "kit: not scripted"}}')
+        if isinstance(steps, Reply):  # already written out (a recorded stream, replayed as recorded)
+            return steps
         return render(provider, steps, model or "")
 
     def _violation(self, path: str, message: str, form: DifferenceForm | None = None) -> None:
