@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from relavium_conformance._cli.run_cases import refusing_other_implementations
-from relavium_conformance._connect import resolve_adapter
+from relavium_conformance._connect import replica_factory, resolve_adapter
 from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._report.baseline import compare, write_baseline
 from relavium_conformance._report.results import ExitCode, exit_code
@@ -47,6 +47,7 @@ def run_store_profile(args: argparse.Namespace) -> int:
             factory,
             cases,
             timeout=args.timeout,
+            replicas=replica_factory(args.adapter, validate=validator, timeout=args.timeout),
             on_case_start=reporter.on_case_start,
             on_case_end=reporter.on_case_end,
         )

@@ -25,7 +25,7 @@ from relavium_conformance._judge.matching import match
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._store.cases import AnyStoreCase, StoreCase, StoreStep, StoreVectorCase
 from relavium_conformance._store.protocol import METHODS_BY_NAME, StoreDeclaration, declaration_of
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import OperationError
@@ -70,8 +70,11 @@ class ConnectionPool:
     """The run's long-lived first connection (reused by every case: ``store.open`` gives each case its
     own storage), and the factory of further connections.  A case that restarts the store replaces it."""
 
-    def __init__(self, factory: AdapterFactory) -> None:
+    def __init__(self, factory: AdapterFactory, replicas: AdapterFactory | None = None) -> None:
         self.factory = factory
+        self.replicas = replicas
+        """Connections that each run in a process of their own (the replica cases), if the adapter
+        names a way to start one; a stdio adapter is its own."""
         self.primary: Adapter | None = None
         self.hello: HelloResult | None = None
 
@@ -80,6 +83,8 @@ class ConnectionPool:
         if self.primary is not None:
             return self.primary, False
         adapter = self.factory()
+        if self.replicas is None and isinstance(adapter, StdioAdapter):
+            self.replicas = self.factory
         try:
             self.hello = await adapter.open(_no_callbacks)
         except BaseException:
@@ -99,9 +104,19 @@ class ConnectionPool:
 class StoreWorld:
     """The connections of one case, the kit's clock and the saved answers."""
 
-    def __init__(self, pool: ConnectionPool, location: str, declaration: StoreDeclaration, timeout: float):
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        location: str,
+        declaration: StoreDeclaration,
+        timeout: float,
+        *,
+        replicas: bool = False,
+    ):
         self.pool = pool
-        self.factory = pool.factory
+        self.replicas = replicas
+        """Every connection is a process of its own (a replica), the pool's primary is not used."""
+        self.factory = pool.replicas if replicas and pool.replicas is not None else pool.factory
         self.location = location
         self.declaration = declaration
         self.timeout = timeout
@@ -113,7 +128,7 @@ class StoreWorld:
     async def connection(self, name: str) -> Adapter:
         adapter = self.connections.get(name)
         if adapter is None:
-            if name == "a":
+            if name == "a" and not self.replicas:
                 adapter, _fresh = await self.pool.take()
             else:
                 adapter = self.factory()
@@ -357,6 +372,12 @@ async def _declaration(world: StoreWorld, scenario: dict[str, Any]) -> None:
 SCENARIOS = {"register-race": _register_race, "declaration": _declaration}
 
 
+def _scenario(kind: str) -> Callable[[StoreWorld, dict[str, Any]], Any] | None:
+    from relavium_conformance._store.replicas import REPLICA_SCENARIOS
+
+    return SCENARIOS.get(kind) or REPLICA_SCENARIOS.get(kind)
+
+
 async def _vector_case(world: StoreWorld, case: StoreVectorCase) -> None:
     differences: list[Difference] = []
     method = f"pure.{case.function}"
@@ -392,25 +413,35 @@ def unsupported_reason(case: AnyStoreCase, declaration: StoreDeclaration) -> str
     return None
 
 
+def _no_replicas(case: AnyStoreCase, pool: ConnectionPool) -> str | None:
+    if "replicas" in case.needs and pool.replicas is None:
+        return (
+            "a replica case runs the implementation in processes of its own, and this adapter names no "
+            "way to start one (use a stdio: adapter, or the -stdio twin of a reference adapter)"
+        )
+    return None
+
+
 async def execute_store_case(
     case: AnyStoreCase, pool: ConnectionPool, hello: HelloResult, *, timeout: float = 15.0
 ) -> CaseResult:
     """Run one store case over the pool's connections and fresh storage; never raises for a case."""
     started = time.perf_counter()
     declaration = declaration_of(tuple(hello.capabilities))
-    reason = unsupported_reason(case, declaration)
+    reason = unsupported_reason(case, declaration) or _no_replicas(case, pool)
     if reason is not None:
         return _result(case, CaseStatus.UNSUPPORTED, started, reason=reason)
     with tempfile.TemporaryDirectory(prefix="relavium-store-") as location:
-        world = StoreWorld(pool, location, declaration, timeout)
+        world = StoreWorld(pool, location, declaration, timeout, replicas="replicas" in case.needs)
         try:
             if isinstance(case, StoreVectorCase):
                 await _vector_case(world, case)
             elif case.scenario is not None:
                 kind = str(case.scenario.get("kind"))
-                if kind not in SCENARIOS:
+                scenario = _scenario(kind)
+                if scenario is None:
                     raise KitUsageError(f"{case.id}: unknown scenario {kind!r}")
-                await SCENARIOS[kind](world, case.scenario)
+                await scenario(world, case.scenario)
             else:
                 assert isinstance(case, StoreCase)
                 await _run_steps(world, case.steps, "steps")

@@ -32,12 +32,13 @@ async def run_store_cases(
     cases: Sequence[AnyStoreCase],
     *,
     timeout: float = 15.0,
+    replicas: AdapterFactory | None = None,
     on_case_start: Callable[[str], None] | None = None,
     on_case_end: Callable[[CaseResult], None] | None = None,
 ) -> tuple[RunResult, HelloResult | None]:
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
-    pool = ConnectionPool(factory)
+    pool = ConnectionPool(factory, replicas)
     hello: HelloResult | None = None
     failure = ""
     adapter_name = "unknown"

@@ -252,6 +252,11 @@ class StdioAdapter:
         await self._connection.restart()
 
     @property
+    def pid(self) -> int | None:
+        """The running program's process id (the store profile's replica cases kill it with SIGKILL)."""
+        return self._connection.pid
+
+    @property
     def received_lines(self) -> int:
         """Lines received from the current run of the implementation: answers and callbacks."""
         try:
