@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +37,7 @@ from relavium_conformance._report.writers import (
     write_markdown,
 )
 from relavium_conformance._run.parallel import run_cases_parallel
-from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync
+from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync, sigterm_cancels
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 
@@ -94,22 +95,24 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
                 trace.case = case_id
             reporter.on_case_start(case_id)
 
+        signals: list[str] = []  # the signal that stopped the run, when one did
         try:
             if args.jobs > 1:
-                outcome = _parallel(args, cases, on_case_start, reporter.on_case_end)
+                with _forwarding_signals(signals):
+                    outcome = _parallel(args, cases, on_case_start, reporter.on_case_end)
             else:
-                outcome = run_sync(
-                    run_cases(
-                        adapter,
-                        cases,
-                        timeout=args.timeout,
-                        on_case_start=on_case_start,
-                        on_case_end=reporter.on_case_end,
-                        maxfail=1 if args.exitfirst else args.maxfail,
-                    )
+                work = run_cases(
+                    adapter,
+                    cases,
+                    timeout=args.timeout,
+                    on_case_start=on_case_start,
+                    on_case_end=reporter.on_case_end,
+                    maxfail=1 if args.exitfirst else args.maxfail,
                 )
+                outcome = run_sync(sigterm_cancels(work, signals))
         except RunInterrupted as stop:
             outcome = stop.outcome
+            outcome.run = outcome.run.stopped_by("SIGTERM" if "SIGTERM" in signals[:1] else "SIGINT")
     for note in outcome.notes:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
     run = outcome.run.with_context(run_context(args.adapter, args.select))
@@ -164,6 +167,31 @@ def _open_trace(path: Path) -> Iterator[TextIO]:
         raise KitUsageError(f"{path}: cannot write the trace file ({exc.strerror})") from None
     with stream:
         yield stream
+
+
+@contextlib.contextmanager
+def _forwarding_signals(seen: list[str]) -> Iterator[None]:
+    """While ``-j N`` workers run: the first SIGINT or SIGTERM is noted in ``seen`` and sent on to every
+    worker as SIGTERM (each stops its implementation and hands back the cases it finished); a second
+    one stops at once (KeyboardInterrupt).  The workers ignore the terminal's own Ctrl-C."""
+    import multiprocessing
+    import signal
+
+    def stop(signum: int, _frame: object) -> None:
+        if seen:
+            raise KeyboardInterrupt
+        seen.append(signal.Signals(signum).name)
+        for worker in multiprocessing.active_children():
+            if worker.pid is not None:
+                with contextlib.suppress(OSError):  # (one that has just ended)
+                    os.kill(worker.pid, signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _parallel(

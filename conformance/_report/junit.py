@@ -86,6 +86,7 @@ def junit_tree(run: RunResult) -> ET.Element:
         ("implementation.adapter", impl.adapter),
         ("implementation.capabilities", ",".join(impl.capabilities)),
         ("kit.version", run.kit.version),
+        ("interrupted", (run.interrupted_by or "yes") if run.interrupted else None),
     ]
     context = getattr(run, "context", None)
     if context is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -128,13 +129,20 @@ def dealt(count: int, jobs: int) -> list[range]:
 def _run_shard(
     job: tuple[Callable[[], Adapter], Sequence[AnyCase], range, float, bool | None],
 ) -> dict[str, Any]:
-    from relavium_conformance._run.runner import run_cases, run_sync
+    from relavium_conformance._run.runner import RunInterrupted, run_cases, run_sync, sigterm_cancels
 
     make_adapter, cases, positions, timeout, snapshots = job
+    if multiprocessing.parent_process() is not None:  # a worker: its parent decides when to stop it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C reaches the whole group)
     adapter = make_adapter()
     handles = [position + 1 for position in positions]
-    outcome = run_sync(run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles))
+    work = run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles)
+    try:
+        outcome = run_sync(sigterm_cancels(work, []))
+    except RunInterrupted as stop:  # the parent's SIGTERM: the cases that finished go back
+        outcome = stop.outcome
     return {
+        "interrupted": outcome.run.interrupted,
         "cases": [result.model_dump(mode="json") for result in outcome.run.cases],
         "implementation": outcome.run.implementation.model_dump(mode="json"),
         "hello": outcome.hello.to_wire() if outcome.hello is not None else None,
@@ -155,10 +163,15 @@ def run_cases_parallel(
 ) -> Any:
     """Run ``cases`` on ``jobs`` instances of the implementation, each from its own call of
     ``make_adapter`` in its worker; returns the :class:`~relavium_conformance._run.runner.RunOutcome`
-    a one-process run would (observations aside: they stay in the workers)."""
+    a one-process run would (observations aside: they stay in the workers).
+
+    A worker ignores SIGINT and stops its shard on SIGTERM (stopping its implementation, keeping the
+    cases that finished): the caller's signal handlers send it SIGTERM when the run is to stop; the
+    run is then built from every finished case and raised as
+    :class:`~relavium_conformance._run.runner.RunInterrupted`."""
     from relavium_conformance._corpus.catalogue import load_catalogue
     from relavium_conformance._report.results import ImplementationInfo, RunResult
-    from relavium_conformance._run.runner import RunOutcome
+    from relavium_conformance._run.runner import RunInterrupted, RunOutcome
 
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
@@ -168,7 +181,7 @@ def run_cases_parallel(
     placed: dict[int, CaseResult] = {}
     outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
     for part, answer in zip(parts, answers, strict=True):
-        for position, document in zip(part, answer["cases"], strict=True):
+        for position, document in zip(part, answer["cases"], strict=not answer["interrupted"]):
             placed[position] = CaseResult.model_validate(document)
     results = [placed[position] for position in sorted(placed)]
     if on_case_end is not None:
@@ -187,6 +200,8 @@ def run_cases_parallel(
         catalogue=load_catalogue().clauses,
         started_at=started_at,
         duration_ms=(time.perf_counter() - clock) * 1000,
-        interrupted=False,
+        interrupted=any(answer["interrupted"] for answer in answers),
     )
+    if outcome.run.interrupted:
+        raise RunInterrupted(outcome)
     return outcome

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -37,7 +37,15 @@ from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, Stdio
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import HelloResult
 
-__all__ = ["RunInterrupted", "RunOutcome", "SnapshotTexts", "run_cases", "run_cases_sync", "run_sync"]
+__all__ = [
+    "RunInterrupted",
+    "RunOutcome",
+    "SnapshotTexts",
+    "run_cases",
+    "run_cases_sync",
+    "run_sync",
+    "sigterm_cancels",
+]
 
 
 class SnapshotTexts(Mapping[str, str]):
@@ -339,6 +347,29 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
 
     asyncio.run(main())
     return kept[0]
+
+
+async def sigterm_cancels(work: Awaitable[T], seen: list[str]) -> T:
+    """``await work``, SIGTERM cancelling it as Ctrl-C does under ``asyncio.run`` (a CI runner stops a
+    job by SIGTERM: the run stops its implementation and reports what finished); the signal's name is
+    appended to ``seen``.  Where the loop cannot take signal handlers (Windows, a thread), ``work`` alone."""
+    import signal
+
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+
+    def stop() -> None:
+        seen.append("SIGTERM")
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return await work
+    try:
+        return await work
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def run_cases_sync(adapter: Adapter, cases: Sequence[AnyCase], **options: Any) -> RunOutcome:
