@@ -292,9 +292,9 @@ class StdioAdapter:
         if agreed is None or has_batch_lines(agreed):
             return None
         return (
-            f"operations issued together (KD-KIT-1) need protocol {BATCH_LINES_SINCE} or later (one batch "
-            f"line); the implementation speaks protocol {agreed}, which sends them on separate lines, so "
-            "whether they arrive together would depend on how the pipe splits the writes"
+            f"operations issued together (KD-KIT-1) arrive as one message only from protocol "
+            f"{BATCH_LINES_SINCE} on (a batch line); the implementation speaks protocol {agreed}, where "
+            "separate lines would make the verdict depend on how the pipe splits them"
         )
 
     def cork(self) -> None:
