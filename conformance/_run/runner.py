@@ -310,6 +310,7 @@ def _blamed(result: CaseResult, reason: str) -> CaseResult:
         reason=f"the implementation broke the protocol after this case's last step: {reason}",
         differences=(),
         stderr_tail=None,
+        failure_kind=None,  # a failed case's kind goes with its differences
     )
     return CaseResult.model_validate(document)
 

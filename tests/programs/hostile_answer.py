@@ -11,6 +11,8 @@ kit must blame the case that sent it):
 ``huge``     a line of 17 MiB (past the 16 MiB line limit)
 ``array``    a JSON array of no messages (``[]``)
 ``scalar``   a bare JSON number
+``late``     a sound answer, and a second answer to the same request sent only when the next
+             ``session.create`` arrives (a late duplicate: the earlier case's fault, not the next one's)
 
 Standard library only; any other method is answered ``{}``; ``bye`` ends the program.
 """
@@ -52,6 +54,7 @@ def hostile_line(mode: str, request_id: int) -> bytes:
 def main() -> int:
     mode = sys.argv[1]
     out = sys.stdout.buffer
+    earlier: int | None = None  # mode late: the session.create to answer a second time
     for line in sys.stdin.buffer:
         message = json.loads(line)
         if not isinstance(message, dict):
@@ -61,7 +64,14 @@ def main() -> int:
             return 0
         if "id" not in message:
             continue
-        if method == "session.create":
+        if method == "session.create" and mode == "late":
+            if earlier is not None:
+                out.write(json.dumps({"jsonrpc": "2.0", "id": earlier, "result": {"sessionId": "s"}}).encode())
+                out.write(b"\n")
+            earlier = message["id"]
+            out.write(json.dumps({"jsonrpc": "2.0", "id": earlier, "result": {"sessionId": "s"}}).encode())
+            out.write(b"\n")
+        elif method == "session.create":
             out.write(hostile_line(mode, message["id"]) + b"\n")
         else:
             result = HELLO if method == "hello" else {}
