@@ -22,10 +22,11 @@ _QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)
 
 
 def redact_dsn(dsn: str) -> str:
-    """``dsn`` with every password it carries replaced by ``***`` (either form, or both mixed)."""
-    out = _URI_PASSWORD.sub(r"\1***\3", dsn.strip())
-    out = _QUERY_PASSWORD.sub(r"\1***", out)
-    return _KEYWORD_PASSWORD.sub(r"\1***", out)
+    """``dsn`` with every password it carries replaced by ``***`` (either form)."""
+    text = dsn.strip()
+    if re.match(r"^postgres(?:ql)?://", text, re.IGNORECASE):
+        return _QUERY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***\3", text))
+    return _KEYWORD_PASSWORD.sub(r"\1***", text)
 
 
 def check_schema_name(name: str) -> str | None:
