@@ -27,6 +27,7 @@ from relavium_conformance._report.wording import (
     difference_lines,
     exit_line,
     failure_kind,
+    warning_lines,
 )
 
 __all__ = ["CELL_STATUSES", "badge_svg", "compliance_page", "write_badges", "write_compliance_page"]
@@ -81,6 +82,7 @@ class _Implementation:
     counts: str
     badge: str
     failures: list[_Failure] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (case id, warning)
     cells: dict[str, str] = field(default_factory=dict)  # clause id -> cell status
 
 
@@ -160,6 +162,7 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
             counts=counts_line(run),
             badge=badge_svg(run),
             failures=_failures(run, slug),
+            warnings=warning_lines(run),
         )
         by_id: dict[str, object] = {clause.id: clause for clause in run.clauses}
         implementation.cells = {clause_id: _cell(run, clause_id, by_id) for clause_id in by_id}

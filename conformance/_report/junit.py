@@ -67,6 +67,7 @@ def _testcase(case: CaseResult) -> ET.Element:
             element, "skipped", {"message": printable(f"unsupported: {case.reason}"), "type": "unsupported"}
         )
     out = [case.title, *(f"checks {clause_label(c)}" for c in case.clauses)]
+    out += [f"warning (tolerated, never a failure): {warning}" for warning in case.warnings]
     ET.SubElement(element, "system-out").text = printable("\n".join(out))
     if case.stderr_tail:
         ET.SubElement(element, "system-err").text = printable(case.stderr_tail)
@@ -87,6 +88,7 @@ def junit_tree(run: RunResult) -> ET.Element:
         ("implementation.capabilities", ",".join(impl.capabilities)),
         ("kit.version", run.kit.version),
         ("interrupted", (run.interrupted_by or "yes") if run.interrupted else None),
+        ("warnings", str(run.summary.warnings) if run.summary.warnings else None),
     ]
     context = getattr(run, "context", None)
     if context is not None:

@@ -37,6 +37,7 @@ from relavium_conformance._report.wording import (
     failure_kind,
     ordered_failures,
     printable,
+    warning_lines,
 )
 
 __all__ = ["MARKDOWN_LIMIT", "markdown_report", "write_github_summary", "write_markdown"]
@@ -45,6 +46,7 @@ MARKDOWN_LIMIT = 65_536
 """GitHub's limit for a comment or a job summary, in characters; the report stays under it."""
 
 _DIFFERENCES_SHOWN = 8  # per case, in the detailed block; the rest are counted
+_WARNINGS_SHOWN = 50  # in the warnings section; the rest are counted
 
 
 def _cell(text: str) -> str:
@@ -186,6 +188,24 @@ def _failed_clause_line(clause: ClauseResult, statuses: dict[str, CaseStatus]) -
 _FAILING = (CaseStatus.FAILED, CaseStatus.ERRORED)
 
 
+def _warnings_section(run: RunResult) -> str:
+    """The run's warnings (tolerated observations, never a failure), folded; empty when there are none."""
+    warnings = warning_lines(run)
+    if not warnings:
+        return ""
+    lines = [
+        "## Warnings",
+        "",
+        "<details>",
+        f"<summary>{len(warnings)} warning(s), never a failure</summary>",
+        "",
+    ]
+    lines += [f"- {_code(case_id)}: {_cell(warning)}" for case_id, warning in warnings[:_WARNINGS_SHOWN]]
+    if len(warnings) > _WARNINGS_SHOWN:
+        lines.append(f"- ... and {len(warnings) - _WARNINGS_SHOWN} more in the JSON results")
+    return "\n".join([*lines, "", "</details>", "", ""])
+
+
 def _tail(run: RunResult) -> str:
     lines: list[str] = []
     skipped = [case for case in run.cases if case.status is CaseStatus.UNSUPPORTED]
@@ -221,7 +241,7 @@ def markdown_report(run: RunResult, *, limit: int = MARKDOWN_LIMIT, full_results
     ``full_results`` names the JSON results file for the pointer shown when cases had to be left out.
     """
     shown, known = ordered_failures(run)
-    head, tail = _head(run), _tail(run)
+    head, tail = _head(run), _warnings_section(run) + _tail(run)
     if run.baseline is not None:
         tail = _baseline_section(run.baseline, known) + tail
     pointer = f"the JSON results ({_code(full_results)})" if full_results else "the JSON results (`--json`)"

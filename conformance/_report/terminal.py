@@ -32,6 +32,7 @@ from relavium_conformance._report.wording import (
     failure_kind,
     ordered_failures,
     printable,
+    warning_lines,
 )
 
 __all__ = ["STATUS_CHARS", "ColourMode", "TerminalReporter", "colour_wanted"]
@@ -53,6 +54,7 @@ _COLOURS: Mapping[CaseStatus, str] = {
 }
 
 _DIFFERENCES_SHOWN = 3
+_WARNINGS_SHOWN = 10
 
 
 def colour_wanted(
@@ -189,6 +191,14 @@ class TerminalReporter:
             out.write(
                 f"\n{len(known)} known failure(s), as the baseline expects (details in the JSON results)\n"
             )
+
+        warnings = warning_lines(run)
+        if warnings:
+            out.write(f"\n{len(warnings)} warning(s) (tolerated, never a failure):\n")
+            for case_id, warning in warnings[:_WARNINGS_SHOWN]:
+                out.write(f"    {case_id}: {warning}\n")
+            if len(warnings) > _WARNINGS_SHOWN:
+                out.write(f"    ... and {len(warnings) - _WARNINGS_SHOWN} more in the JSON results\n")
 
         if run.baseline is not None:
             b = run.baseline

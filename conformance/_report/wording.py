@@ -38,6 +38,7 @@ __all__ = [
     "ordered_failures",
     "printable",
     "shown",
+    "warning_lines",
 ]
 
 DISPLAY_LIMIT = 160
@@ -122,7 +123,15 @@ def failure_kind(case: CaseResult) -> str | None:
 def counts_line(run: RunResult) -> str:
     s = run.summary
     split = f" ({s.spec_failures} spec, {s.kit_choice_failures} kit-choice)" if s.failed else ""
-    return f"{s.passed} passed, {s.unsupported} unsupported, {s.failed} failed{split}, {s.errored} errored"
+    warned = f", {s.warnings} warning{'s' if s.warnings != 1 else ''}" if s.warnings else ""
+    counts = f"{s.passed} passed, {s.unsupported} unsupported, {s.failed} failed{split}, {s.errored} errored"
+    return counts + warned
+
+
+def warning_lines(run: RunResult) -> list[tuple[str, str]]:
+    """Every warning of the run as (case id, warning), in run order: what the contract tolerates but a
+    reader should see (an unknown event field, KD-EVT-6); never a failure."""
+    return [(case.id, printable(warning)) for case in run.cases for warning in case.warnings]
 
 
 def exit_line(run: RunResult, code: ExitCode | None = None) -> str:

@@ -586,3 +586,33 @@ def test_every_valid_run_yields_schema_valid_json_parseable_junit_and_markdown(
     for failed in run.failures():
         assert f"<code>{failed.id}</code>" in text
     TerminalReporter(io.StringIO(), environ={}).summary(run)
+
+
+def test_warnings_are_counted_and_shown_in_every_format(tmp_path: Path) -> None:
+    """A warning (an unknown event field, KD-EVT-6) never fails a case, but every report says it."""
+    warning = "event turn_started carries an unknown field 'x_extra' (KD-EVT-6)"
+    run = make_run(case("a/b", "passed", warnings=[warning]), case("a/c"))
+    assert run.summary.warnings == 1
+    stream = io.StringIO()
+    TerminalReporter(stream).summary(run)
+    terminal = stream.getvalue()
+    assert "2 passed, 0 unsupported, 0 failed, 0 errored, 1 warning" in terminal
+    assert f"a/b: {warning}" in terminal
+    markdown = markdown_report(run)
+    assert "1 warning" in markdown
+    assert "## Warnings" in markdown
+    assert warning in markdown
+    junit = ET.tostring(junit_tree(run), encoding="unicode")
+    assert f"warning (tolerated, never a failure): {warning}" in junit
+    assert '<property name="warnings" value="1" />' in junit
+    path = tmp_path / "r.json"
+    write_json(run, path)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["summary"]["warnings"] == 1
+    assert document["cases"][0]["warnings"] == [warning]
+    from relavium_conformance._report.html import compliance_page
+
+    page = compliance_page([run])
+    assert '<details class="warnings" data-count="1">' in page
+    assert "x_extra" in page
+    assert "1 warning" in page
