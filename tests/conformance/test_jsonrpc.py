@@ -1094,3 +1094,124 @@ def test_a_write_never_passes_one_waiting_for_the_lock() -> None:
         return writer.wire
 
     assert asyncio.run(scenario()) == ["first", "second", "third"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Operations issued together, per protocol version; breakage tied to its request; the reader's end
+
+
+@pytest.mark.parametrize("batch_lines", [True, False])
+def test_corked_requests_are_one_batch_line_from_1_1_and_separate_lines_in_1_0(batch_lines: bool) -> None:
+    async def scenario() -> None:
+        peer, raw = await peer_and_raw()
+        peer.batch_lines = batch_lines
+        peer.cork()
+        asks = [asyncio.ensure_future(peer.request(name, {"handle": "h"})) for name in ("abort", "cancel")]
+        await asyncio.sleep(0)
+        await peer.uncork()
+        expected = [
+            {"jsonrpc": "2.0", "id": 1, "method": "abort", "params": {"handle": "h"}},
+            {"jsonrpc": "2.0", "id": 2, "method": "cancel", "params": {"handle": "h"}},
+        ]
+        if batch_lines:
+            assert await raw.message() == expected
+        else:
+            assert [await raw.message(), await raw.message()] == expected
+        for request_id in (1, 2):
+            await raw.send_json({"jsonrpc": "2.0", "id": request_id, "result": {}})
+        assert await asyncio.gather(*asks) == [{}, {}]
+        await peer.aclose()
+        await raw.close()
+
+    run(scenario)
+
+
+def test_a_second_answer_is_tied_to_the_request_it_repeats() -> None:
+    async def scenario() -> None:
+        peer, raw = await peer_and_raw()
+        first = asyncio.ensure_future(peer.request("first"))
+        await raw.message()
+        await raw.send_json({"jsonrpc": "2.0", "id": 1, "result": {}})
+        assert await first == {}
+        second = asyncio.ensure_future(peer.request("second"))
+        await raw.message()
+        await raw.send_json({"jsonrpc": "2.0", "id": 1, "result": {"again": True}})  # late and repeated
+        with pytest.raises(MalformedMessage, match="an answer to no pending request"):
+            await second
+        assert peer.broken_at == 1  # the first request's fault, not the second's
+        await peer.aclose()
+        await raw.close()
+
+    run(scenario)
+
+
+def test_an_answer_to_an_id_never_sent_is_tied_to_no_request() -> None:
+    async def scenario() -> None:
+        peer, raw = await peer_and_raw()
+        pending = asyncio.ensure_future(peer.request("only"))
+        await raw.message()
+        await raw.send_json({"jsonrpc": "2.0", "id": 9, "result": {}})
+        with pytest.raises(MalformedMessage, match=r"id 9"):
+            await pending
+        assert peer.broken_at is None
+        await peer.aclose()
+        await raw.close()
+
+    run(scenario)
+
+
+def test_whatever_breaks_the_reader_breaks_the_peer_with_a_reason() -> None:
+    """A defect met while reading (here: a validator that raises what no one expects, from inside the
+    reader's loop) ends the pending request with a reason at once, never a silent reader and a timeout."""
+
+    async def scenario() -> None:
+        peer, raw = await peer_and_raw(default_timeout=GUARD * 2)
+
+        def receive(line: bytes) -> None:
+            raise LookupError("a defect")
+
+        peer._receive = receive  # type: ignore[method-assign]
+        pending = asyncio.ensure_future(peer.request("m"))
+        await raw.message()
+        await raw.send_json({"jsonrpc": "2.0", "id": 1, "result": {}})
+        with pytest.raises(MalformedMessage, match=r"could not read a message \(LookupError: a defect\)"):
+            await pending
+        await peer.aclose()
+        await raw.close()
+
+    run(scenario)
+
+
+def test_a_request_whose_write_fails_after_a_breakage_leaves_no_unretrieved_future() -> None:
+    """The peer breaks while a request is still being written (a bad line arrives first): the request
+    raises the failure, and its future's copy of it is retrieved (asyncio would log it otherwise)."""
+    import gc
+
+    reported: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: reported.append(context))
+        peer, raw = await peer_and_raw(write_timeout=GUARD)
+        slow = asyncio.Event()
+
+        async def write_drained(data: bytes, what: str) -> None:
+            await slow.wait()
+            peer._raise_if_unusable()
+
+        peer._slow_writers = 1  # force the drained path
+        peer._write_drained = write_drained  # type: ignore[method-assign]
+        pending = asyncio.ensure_future(peer.request("m"))
+        await asyncio.sleep(0)
+        peer._fail(MalformedMessage("a line that is refused (not JSON): 'x'"))  # what the reader does
+        slow.set()
+        with pytest.raises(MalformedMessage):
+            await pending
+        del pending
+        await peer.aclose()
+        await raw.close()
+        gc.collect()
+        await asyncio.sleep(0)
+
+    run(scenario)
+    gc.collect()
+    assert not [context for context in reported if "never retrieved" in str(context.get("message"))]

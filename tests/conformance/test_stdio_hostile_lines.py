@@ -75,3 +75,20 @@ def test_a_program_that_does_not_speak_json_rpc_leaves_no_asyncio_noise(
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
     for noise in NOISE:
         assert noise not in done.stderr, done.stderr[-3000:]
+
+
+def test_a_late_duplicate_answer_is_blamed_on_the_case_that_asked(tmp_path: Path) -> None:
+    """The program answers the first case's ``session.create`` twice, the second time only once the next
+    case has begun: the first case errors for it, the next one keeps its own verdict."""
+    report = tmp_path / "r.json"
+    first, second = "lifecycle/abort-before-provider", "lifecycle/abort-idle-noop"
+    done = _run(f"stdio:{sys.executable} {HOSTILE} late", report, "--select", first, "--select", second)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    cases = {case["id"]: case for case in json.loads(report.read_text(encoding="utf-8"))["cases"]}
+    assert cases[first]["status"] == "errored"
+    assert "broke the protocol after this case's last step" in cases[first]["reason"]
+    assert "an answer to no pending request" in cases[first]["reason"]
+    assert cases[second]["status"] == "failed"  # the program is no engine: its own, honest verdict
+    assert "no pending request" not in (cases[second]["reason"] or "")
+    for noise in NOISE:
+        assert noise not in done.stderr
