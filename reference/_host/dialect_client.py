@@ -92,9 +92,9 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _positive(value: object, location: str, *, whole: bool = False) -> None:
+def _positive(value: Any, location: str, *, whole: bool = False) -> None:
     number = isinstance(value, int) or (not whole and isinstance(value, float))
-    if isinstance(value, bool) or not number or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    if isinstance(value, bool) or not number or not math.isfinite(value) or value <= 0:
         kind = "a positive integer" if whole else "a positive finite number"
         raise InvalidInputError(f"must be {kind}", location=location)
 
