@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 from relavium_conformance._run.runner import run_sync
 from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS

@@ -21,8 +21,10 @@ from typing import Any as _Any
 
 if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from relavium_conformance._connect import resolve_adapter
-    from relavium_conformance._corpus.cases import Case, load_cases, select_cases
+    from relavium_conformance._corpus.cases import Case
     from relavium_conformance._corpus.catalogue import clause_ids, load_catalogue
+    from relavium_conformance._corpus.discovery import load_cases
+    from relavium_conformance._corpus.index import select_cases
     from relavium_conformance._data import DataMissingError, fixtures_dir, schemas_dir
     from relavium_conformance._errors import AdapterError, KitError, KitUsageError
     from relavium_conformance._reference.impl import ReferenceImplementation
@@ -63,8 +65,8 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
 _LAZY: dict[str, tuple[str, str]] = {
     "resolve_adapter": ("relavium_conformance._connect", "resolve_adapter"),
     "Case": ("relavium_conformance._corpus.cases", "Case"),
-    "load_cases": ("relavium_conformance._corpus.cases", "load_cases"),
-    "select_cases": ("relavium_conformance._corpus.cases", "select_cases"),
+    "load_cases": ("relavium_conformance._corpus.discovery", "load_cases"),
+    "select_cases": ("relavium_conformance._corpus.index", "select_cases"),
     "clause_ids": ("relavium_conformance._corpus.catalogue", "clause_ids"),
     "load_catalogue": ("relavium_conformance._corpus.catalogue", "load_catalogue"),
     "DataMissingError": ("relavium_conformance._data", "DataMissingError"),

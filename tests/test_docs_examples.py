@@ -16,7 +16,8 @@ import pytest
 
 from relavium_conformance._cli import build_parser
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import KNOWN_CAPABILITIES, load_cases
+from relavium_conformance._corpus.cases import KNOWN_CAPABILITIES
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._report.results import CaseStatus, ClauseStatus, RunResult
 from relavium_conformance._run.runner import run_cases_sync
 from relavium_conformance._wire.protocol import (

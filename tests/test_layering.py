@@ -11,13 +11,21 @@
 Every ``import`` counts, those inside functions too, and so does a string constant naming one of our
 modules (``importlib.import_module("relavium_...")``).  The checker is tested on a synthetic tree with one
 upward import and one forbidden import, so it is known to fail.
+
+* No circle of imports between modules (:func:`import_cycles`): the graph has an edge from a module to
+  each of our modules it imports, those inside functions included (a function-level import is a circle
+  postponed, not removed).  Imports under ``if TYPE_CHECKING:`` are left out of this graph: they are
+  never executed, so they cannot close a circle at run time (the room order above still reads them).
+  A ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``; the
+  parent packages Python initialises on the way are not edges.  A strongly connected component of more
+  than one module fails, named by one circle through it.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +171,148 @@ def test_the_house_keeps_its_rules() -> None:
     assert not violations, "\n".join(map(str, violations))
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _executed_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node`` except the bodies of ``if TYPE_CHECKING:`` (their ``else`` stays)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for each in child.orelse:
+                yield each
+                yield from _executed_nodes(each)
+            continue
+        yield child
+        yield from _executed_nodes(child)
+
+
+def _imported_modules(path: Path, module: str, known: set[str]) -> set[str]:
+    """The modules of ours that ``module`` imports when it runs (see the module's docstring)."""
+
+    def deepest(name: str) -> str | None:
+        parts = name.split(".")
+        while parts and ".".join(parts) not in known:
+            parts.pop()
+        return ".".join(parts) if parts else None
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str | None] = set()
+    for node in _executed_nodes(tree):
+        if isinstance(node, ast.Import):
+            found.update(deepest(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                whole = f"{target}.{alias.name}"
+                found.add(whole if whole in known else deepest(target))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _OUR_MODULE.match(node.value):
+            found.add(deepest(node.value))
+    return {name for name in found if name is not None and name != module}
+
+
+def import_graph(sources: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports when it runs, over the packages ``sources`` maps."""
+    paths = {
+        _package_module(package, source_dir, path): path
+        for package, source_dir in sources.items()
+        for path in sorted(source_dir.rglob("*.py"))
+    }
+    known = set(paths)
+    return {module: _imported_modules(path, module, known) for module, path in paths.items()}
+
+
+def _package_module(package: str, source_dir: Path, path: Path) -> str:
+    """The import name of ``path`` (a package's ``__init__.py`` is the package itself)."""
+    parts = list(path.relative_to(source_dir).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([package, *parts])
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            step = next((n for n in edges if n not in index or n in on_stack), None)
+            if step is not None and step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                on_stack.add(step)
+                work.append((step, iter(sorted(graph.get(step, ())))))
+                continue
+            if step is not None:
+                low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                out.append(sorted(component))
+    return out
+
+
+def _one_circle(graph: dict[str, set[str]], members: Iterable[str]) -> list[str]:
+    """One circle through the component ``members``: the shortest path back to its first module."""
+    inside = set(members)
+    start = min(inside)
+    paths: dict[str, list[str]] = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(graph[node] & inside):
+            if nxt == start:
+                return [*paths[node], start]
+            if nxt not in paths:
+                paths[nxt] = [*paths[node], nxt]
+                queue.append(nxt)
+    raise AssertionError(f"no circle through {sorted(inside)}")  # a component of one has no circle
+
+
+def import_cycles(sources: dict[str, Path]) -> list[str]:
+    """Each circle of imports in ``sources``, as ``a -> b -> a`` (one circle per component of several
+    modules, the component's other members named after it)."""
+    graph = import_graph(sources)
+    out = []
+    for component in _components(graph):
+        if len(component) > 1:
+            circle = _one_circle(graph, component)
+            rest = sorted(set(component) - set(circle))
+            out.append(" -> ".join(circle) + (f" (with {', '.join(rest)})" if rest else ""))
+    return sorted(out)
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    circles = import_cycles({name: ROOT / folder for name, folder in PACKAGES.items()})
+    assert not circles, "\n".join(circles)
+
+
 def _write(root: Path, relative: str, text: str) -> None:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,6 +337,34 @@ def test_the_checker_fails_on_an_upward_and_a_forbidden_import(tmp_path: Path) -
     assert ("relavium_conformance._report.writers", "the kit reaches an engine internal") in found
     assert ("relavium_reference._rules.plan", "a pure rule module does I/O or concurrency") in found
     assert len({v.module for v in violations}) == 3, "\n".join(map(str, violations))
+
+
+def test_the_checkers_report_a_planted_circle_and_a_planted_upward_import(tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+    _write(kit, "__init__.py", "")
+    _write(kit, "_corpus/__init__.py", "")
+    _write(kit, "_corpus/cases.py", "from relavium_conformance._corpus import index\n")
+    _write(kit, "_corpus/index.py", "def f():\n    from relavium_conformance._corpus.twins import g\n")
+    _write(kit, "_corpus/twins.py", "from . import cases\n")  # closes cases -> index -> twins -> cases
+    _write(
+        kit,
+        "_corpus/selection.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from relavium_conformance._corpus import choice\n",
+    )
+    _write(kit, "_corpus/choice.py", "from relavium_conformance._corpus import selection\n")  # typing only
+    _write(kit, "_wire/__init__.py", "")
+    _write(kit, "_wire/peer.py", "import relavium_conformance._judge.judge\n")  # upward
+    _write(kit, "_judge/__init__.py", "")
+    _write(kit, "_judge/judge.py", "from relavium_conformance._wire import peer\n")  # downward: fine
+    sources = {"relavium_conformance": kit}
+    corpus, kit_name = "relavium_conformance._corpus", "relavium_conformance"
+    assert import_cycles(sources) == [  # the typing-only pair selection <-> choice is no circle
+        f"{corpus}.cases -> {corpus}.index -> {corpus}.twins -> {corpus}.cases",
+        f"{kit_name}._judge.judge -> {kit_name}._wire.peer -> {kit_name}._judge.judge",
+    ]
+    found = [str(v) for v in check_tree(sources)]
+    assert found == [f"{kit_name}._wire.peer -> {kit_name}._judge.judge: _wire imports _judge, not below it"]
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))

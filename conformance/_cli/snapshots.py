@@ -14,7 +14,9 @@ import sys
 from typing import Any
 
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import Case, load_cases, select_cases, snapshot_path
+from relavium_conformance._corpus.cases import Case, snapshot_path
+from relavium_conformance._corpus.discovery import load_cases
+from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases
 

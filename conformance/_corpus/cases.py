@@ -19,22 +19,21 @@ A case is one scenario (see ``docs/transcripts.md``)::
 
 The schema is ``schemas/transcript.schema.json`` (generated from these models, with a drift test).
 
-:func:`load_cases` returns the transcripts and the vector cases together (``vectors/<suite>/<file>``,
-see ``_vectors.py``): a run, a selection and a listing see both kinds, sorted by id.
+:func:`load_case` reads one transcript; finding them all (with their wire twins and the vector cases,
+``vectors/<suite>/<file>``) is ``discovery.py``'s, so a run, a selection and a listing see both kinds,
+sorted by id.
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from relavium_conformance._corpus.catalogue import CAPABILITIES
-from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._corpus.provider_errors import ProviderErrorStep
-from relavium_conformance._corpus.vectors import VectorCase, load_vector_cases
+from relavium_conformance._corpus.vectors import VectorCase
 from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._wire.messages import RequestEdit
@@ -74,11 +73,6 @@ __all__ = [
     "as_op",
     "as_ops",
     "load_case",
-    "load_cases",
-    "load_transcripts",
-    "load_transcripts_from",
-    "read_corpus",
-    "select_cases",
     "snapshot_path",
     "transcript_schema",
     "transcripts_dir",
@@ -509,42 +503,8 @@ def load_case(path: Path, *, root: Path | None = None) -> Case:
     return case
 
 
-def load_transcripts() -> tuple[Case, ...]:
-    """Every case under ``fixtures/transcripts/``, sorted by id. Finding none is an error."""
-    return load_transcripts_from(transcripts_dir())
-
-
-def load_transcripts_from(root: Path) -> tuple[Case, ...]:
-    """Every case under ``root`` (a port's own cases, same format and checks), sorted by id."""
-    paths = sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("_"))
-    if not paths:
-        raise KitUsageError(f"no golden transcripts found under {root}")
-    from relavium_conformance._corpus.twins import wire_twin  # it builds on this module's Case
-
-    cases = tuple(load_case(p, root=root) for p in paths)
-    cases += tuple(wire_twin(case) for case in cases if case.wire_twin)
-    seen: set[str] = set()
-    for case in cases:
-        if case.id in seen:
-            raise KitUsageError(f"duplicate case id {case.id}")
-        seen.add(case.id)
-    return tuple(sorted(cases, key=lambda c: c.id))
-
-
 AnyCase = Case | VectorCase
 """A conformance case: a golden transcript, or a vector file of a pure function."""
-
-
-def read_corpus() -> tuple[AnyCase, ...]:
-    """Every golden transcript and every vector case, sorted by id, read afresh from the files (finding
-    none of either is an error); :func:`load_cases` is the same, read once per process."""
-    return tuple(sorted((*load_transcripts(), *load_vector_cases()), key=lambda c: c.id))
-
-
-@functools.cache
-def load_cases() -> tuple[AnyCase, ...]:
-    """Every golden transcript and every vector case, sorted by id. Finding none of either is an error."""
-    return read_corpus()
 
 
 def transcript_schema() -> dict[str, Any]:

@@ -279,7 +279,8 @@ def _code_roots() -> list[Path]:
 # What the full load runs, module by module: a function here that is not the kit's own (a test's stand-in)
 # may give cases the key does not describe, so no index is used or kept while one is in place.
 _LOADER = {
-    "cases": ("read_corpus", "load_transcripts", "load_transcripts_from", "load_case", "load_vector_cases"),
+    "cases": ("load_case",),
+    "discovery": ("read_corpus", "load_transcripts", "load_transcripts_from", "load_case", "load_vector_cases"),
     "vectors": ("load_vector_cases", "_manifest", "_read"),
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -301,6 +302,7 @@ def _loader_reads_only(fixtures: Path) -> bool:
     cannot have been, and is not imported to ask."""
     for name, folder_function, folder in (
         ("cases", "transcripts_dir", "transcripts"),
+        ("discovery", "transcripts_dir", "transcripts"),
         ("vectors", "vectors_dir", "vectors"),
     ):
         module = sys.modules.get(f"relavium_conformance._corpus.{name}")
@@ -495,7 +497,7 @@ def _still(seen: _Signature | None, folder: Path) -> list[str] | None:
 
 
 def _full_load() -> tuple[AnyCase, ...]:
-    from relavium_conformance._corpus.cases import read_corpus
+    from relavium_conformance._corpus.discovery import read_corpus
 
     return read_corpus()
 
@@ -504,7 +506,7 @@ def corpus_index() -> tuple[CaseEntry, ...]:
     """The entry of every case of the kit's corpus (transcripts and vectors), sorted by id.
 
     From the index when its signature or its key matches the corpus as it is now; otherwise from the full
-    load (:func:`relavium_conformance._corpus.cases.read_corpus`, which raises its usual usage errors),
+    load (:func:`relavium_conformance._corpus.discovery.read_corpus`, which raises its usual usage errors),
     whose entries are then kept, unless a file changed while it loaded.
     """
     path = index_path()

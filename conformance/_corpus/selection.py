@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relavium_conformance._corpus.cases import AnyCase, load_cases, load_transcripts_from
+from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._corpus.catalogue import unknown_ids
+from relavium_conformance._corpus.discovery import load_cases, load_transcripts_from
 from relavium_conformance._corpus.index import exclude_cases
 from relavium_conformance._errors import KitUsageError
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relavium_conformance._corpus.cases import AnyCase, Case, load_cases
+from relavium_conformance._corpus.cases import AnyCase, Case
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseResult, CaseStatus, RunResult
 from relavium_conformance._run.parallel import fork_available, map_in_processes_meanwhile

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import Case, load_transcripts
+from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.discovery import load_transcripts
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases_sync
 

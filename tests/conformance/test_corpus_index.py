@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from relavium_conformance import _data
-from relavium_conformance._corpus import cases as cases_module
+from relavium_conformance._corpus import discovery as discovery_module
 from relavium_conformance._corpus import index
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._corpus.index import CaseEntry, corpus_index, corpus_key, entry_of, select_cases
 from relavium_conformance._errors import KitUsageError
 
@@ -181,6 +181,7 @@ def test_a_changed_kit_or_library_is_never_answered_from_the_old_index(
     [
         "relavium_conformance._corpus.vectors.vectors_dir",
         "relavium_conformance._corpus.cases.transcripts_dir",
+        "relavium_conformance._corpus.discovery.transcripts_dir",
     ],
 )
 def test_a_loader_reading_outside_the_keyed_fixtures_neither_uses_nor_keeps_an_index(
@@ -236,7 +237,7 @@ def test_an_edited_fixture_is_listed_as_edited_and_a_broken_one_is_reported_ever
     assert str(case_file) in str(first.value)
     assert "no_such_key" in str(first.value)
     with pytest.raises(KitUsageError) as full:
-        cases_module.read_corpus()
+        discovery_module.read_corpus()
     assert str(full.value) == str(first.value)  # exactly the full load's error
     assert path.read_bytes() == kept  # nothing written for the broken corpus
 
@@ -457,10 +458,10 @@ def test_retargeting_a_link_to_a_folder_met_before_is_a_new_key(cache: Path, fix
     shutil.rmtree(suite)
     suite.symlink_to(Path("..", "aaa", "A"), target_is_directory=True)
     first = corpus_index()
-    assert first == tuple(entry_of(case) for case in cases_module.read_corpus())
+    assert first == tuple(entry_of(case) for case in discovery_module.read_corpus())
     suite.unlink()
     suite.symlink_to(Path("..", "aaa", "B"), target_is_directory=True)  # the same folders, relinked
-    full = tuple(entry_of(case) for case in cases_module.read_corpus())
+    full = tuple(entry_of(case) for case in discovery_module.read_corpus())
     assert len(full) == len(first) - 1
     assert corpus_index() == full
 
@@ -468,8 +469,8 @@ def test_retargeting_a_link_to_a_folder_met_before_is_a_new_key(cache: Path, fix
 def test_a_stand_in_loader_function_neither_uses_nor_keeps_an_index(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = cases_module.load_vector_cases()
-    monkeypatch.setattr(cases_module, "load_vector_cases", lambda: real[1:])  # what a test's stand-in does
+    real = discovery_module.load_vector_cases()
+    monkeypatch.setattr(discovery_module, "load_vector_cases", lambda: real[1:])  # what a test's stand-in does
     path = cache / "corpus-index.json"
     listed = corpus_index()
     assert [e.id for e in listed] == sorted(e.id for e in _expected() if e.id != real[0].id)
@@ -486,7 +487,7 @@ def test_a_stand_in_folder_inside_the_fixtures_neither_uses_nor_keeps_an_index(
     stand_in = fixtures_copy / "zz-copy"
     shutil.copytree(fixtures_copy / "transcripts", stand_in)
     (stand_in / f"{TRANSCRIPT}.yaml").unlink()
-    monkeypatch.setattr(cases_module, "transcripts_dir", lambda: stand_in)
+    monkeypatch.setattr(discovery_module, "transcripts_dir", lambda: stand_in)
     listed = corpus_index()
     assert TRANSCRIPT not in [e.id for e in listed]
     assert not (cache / "corpus-index.json").exists()
@@ -791,5 +792,5 @@ def test_the_signature_follows_the_interpreter_and_a_stand_in_loader(
     monkeypatch.setattr(sys, "version", sys.version + " (another build)")
     assert corpus_index() == _expected()
     assert loads == [1, 1]
-    monkeypatch.setattr(cases_module, "load_vector_cases", lambda: ())  # what a test's stand-in does
+    monkeypatch.setattr(discovery_module, "load_vector_cases", lambda: ())  # what a test's stand-in does
     assert index._signature() is None  # (a stand-in bars the index: no signature is compared)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from relavium_conformance._corpus.cases import Case, ProviderErrorStep, load_transcripts
+from relavium_conformance._corpus.cases import Case, ProviderErrorStep
+from relavium_conformance._corpus.discovery import load_transcripts
 from relavium_conformance._corpus.twins import TWIN_SUFFIX, wire_twin
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._run.dialect_render import render

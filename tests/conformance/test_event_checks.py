@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._judge.events import (
     _accepted,
     _arms,

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from relavium_conformance._corpus.cases import CaseExpect, load_cases
+from relavium_conformance._corpus.cases import CaseExpect
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._judge.judge import _ORDER
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, FailureKind, RunResult

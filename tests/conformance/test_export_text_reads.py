@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._corpus.vectors import ExportVector, VectorCase
 from relavium_conformance._data import parse_yaml
 from relavium_conformance._judge import export_text

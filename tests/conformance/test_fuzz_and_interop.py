@@ -11,7 +11,7 @@ import pytest
 
 from relavium_conformance._cli import main
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import load_transcripts_from
+from relavium_conformance._corpus.discovery import load_transcripts_from
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.interop import interop
 

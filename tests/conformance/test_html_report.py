@@ -19,7 +19,7 @@ import pytest
 from test_report_diffs import _prompt_editing_factory
 
 from relavium_conformance._cli import main
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.html import compliance_page
 from relavium_conformance._report.results import ClauseStatus, FailureKind, RunResult

@@ -9,15 +9,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from ruamel.yaml import YAML
 
-from relavium_conformance._corpus.cases import (
-    Case,
-    load_case,
-    load_cases,
-    select_cases,
-    transcript_schema,
-    transcripts_dir,
-)
+from relavium_conformance._corpus.cases import Case, load_case, transcript_schema, transcripts_dir
 from relavium_conformance._corpus.catalogue import clause_ids
+from relavium_conformance._corpus.discovery import load_cases
+from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._wire.model import schema_registry
 from relavium_reference._schemas import render
@@ -80,7 +75,7 @@ def test_loader_refuses_a_case_without_clauses(tmp_path: Path, monkeypatch: pyte
 
 
 def test_finding_no_case_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("relavium_conformance._corpus.cases.transcripts_dir", lambda: tmp_path)
+    monkeypatch.setattr("relavium_conformance._corpus.discovery.transcripts_dir", lambda: tmp_path)
     load_cases.cache_clear()
     try:
         with pytest.raises(KitUsageError, match="no golden transcripts"):

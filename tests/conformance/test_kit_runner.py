@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases_sync
 from relavium_conformance._selftest.breaks import broken_by_name

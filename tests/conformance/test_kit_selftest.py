@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES

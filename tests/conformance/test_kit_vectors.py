@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import load_cases, select_cases
+from relavium_conformance._corpus.discovery import load_cases
+from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._corpus.vectors import (
     SUITES,
     ExportVector,

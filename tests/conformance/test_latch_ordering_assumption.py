@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import load_transcripts
+from relavium_conformance._corpus.discovery import load_transcripts
 from relavium_conformance._report.results import CaseStatus, FailureKind
 from relavium_conformance._run.runner import run_cases_sync
 from relavium_reference._host import turn as _turn

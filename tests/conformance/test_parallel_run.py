@@ -12,7 +12,8 @@ import pytest
 
 from relavium_conformance._cli import main
 from relavium_conformance._connect import resolve_adapter
-from relavium_conformance._corpus.cases import load_cases, select_cases
+from relavium_conformance._corpus.discovery import load_cases
+from relavium_conformance._corpus.index import select_cases
 from relavium_conformance._run.parallel import dealt, map_in_processes, run_cases_parallel, shards
 from relavium_conformance._run.runner import run_cases
 

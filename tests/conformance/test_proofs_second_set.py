@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._selftest.proofs import _statuses, check_broken

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from relavium_conformance._connect import reference_stdio_command
-from relavium_conformance._corpus.cases import Case, load_cases
+from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._wire.adapters import StdioAdapter

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from relavium_conformance._corpus.cases import AnyCase, load_cases
+from relavium_conformance._corpus.cases import AnyCase
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._judge.matching import match
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseResult, CaseStatus, DifferenceForm, RunResult

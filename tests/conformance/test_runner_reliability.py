@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from relavium_conformance._corpus.cases import AnyCase, load_cases
+from relavium_conformance._corpus.cases import AnyCase
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._report.writers import write_json, write_junit, write_markdown
@@ -262,7 +263,7 @@ def test_a_second_answer_to_the_last_request_of_a_case_is_that_cases_fault(
 
 MEMORY_PROBE = """
 import asyncio, json, sys
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._wire.adapters import StdioAdapter
 case = next(c for c in load_cases() if c.id == sys.argv[2])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from relavium_conformance._corpus.cases import load_cases
+from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases

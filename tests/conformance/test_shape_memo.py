@@ -147,7 +147,7 @@ def test_the_memo_is_off_with_the_cache(monkeypatch: pytest.MonkeyPatch) -> None
 def test_the_whole_corpus_loads_the_same_from_remembered_verdicts(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from relavium_conformance._corpus.cases import load_transcripts
+    from relavium_conformance._corpus.discovery import load_transcripts
     from relavium_conformance._corpus.vectors import load_vector_cases
 
     cold = (load_transcripts(), load_vector_cases())
