@@ -13,7 +13,7 @@
 
 import { createInterface } from "node:readline";
 
-const PROTOCOL_VERSION = "1.0";
+const PROTOCOL_VERSION = "1.1";
 
 // Error codes of the kit's protocol (docs/protocol.md, "Errors").
 const SESSION_STATE = -32001; // data: {kind: "session_state", code: "not_started" | "already_started" | ...}
