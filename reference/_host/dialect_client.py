@@ -221,6 +221,8 @@ class HttpProvider:
     decoder: type[SseDecoder] = SseDecoder
 
     def __init__(self, endpoint: HttpEndpoint, client: httpx.AsyncClient | None = None) -> None:
+        if not isinstance(endpoint, HttpEndpoint):
+            raise InvalidInputError("must be an HttpEndpoint", location="endpoint")
         if endpoint.dialect not in HTTP_DIALECTS:
             raise LookupError(f"no HTTP dialect for {endpoint.dialect!r}")
         self.endpoint = endpoint

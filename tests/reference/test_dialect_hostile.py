@@ -30,7 +30,7 @@ from tests.reference.hostilekit import (
 )
 
 from relavium_reference._host.attempt_deadline import AttemptDeadline, bounded_stream
-from relavium_reference._host.dialect_client import HttpEndpoint, HttpLimits
+from relavium_reference._host.dialect_client import HttpEndpoint, HttpLimits, HttpProvider
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import StreamChunk, StreamErrorChunk
 from relavium_reference._model.vocabulary import LlmErrorKind
@@ -262,6 +262,13 @@ def test_a_session_refuses_a_deadline_that_is_no_attempt_deadline() -> None:
 def test_an_endpoint_of_the_wrong_shape_is_refused_where_it_enters(bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError):
         HttpEndpoint("openai", **bad)
+
+
+def test_a_provider_is_built_from_an_endpoint_only() -> None:
+    with pytest.raises(InvalidInputError):
+        HttpProvider({"dialect": "openai"})  # type: ignore[arg-type]
+    with pytest.raises(LookupError):
+        HttpProvider(HttpEndpoint("mistral"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("field", ["error_body_bytes", "reply_bytes", "sse_line_chars", "sse_event_chars"])
