@@ -1,11 +1,13 @@
 """The Markdown summary, for a CI job summary or a pull-request comment.
 
-GitHub refuses a comment or a job summary over 65,536 characters, so the report has a hard cap
-(:data:`MARKDOWN_LIMIT`): the header, the area table and the clause lists always fit; the failed cases fill
-what is left: every case gets at least one line, and in order as many as fit get a collapsible
-``<details>`` block with their clauses (and summaries), reason and differences; only if even the one-line
-entries do not fit are the last cases counted instead, with a pointer to the full JSON results.  Under a
-baseline the new failures come first and the known ones are collapsed to a count.
+GitHub refuses a comment or a job summary over 65,536 characters, so the report has a hard cap of 60,000
+(:data:`MARKDOWN_LIMIT`, leaving room for a wrapper): the header, the area table and the clause lists
+come first; the failed cases fill what is left: every case gets at least one line, and in order as many as
+fit get a collapsible ``<details>`` block with their clauses (and summaries), reason and differences; only
+if even the one-line entries do not fit are the last cases counted instead, with a pointer to the full
+JSON results.  Under a baseline the new failures come first and the known ones are collapsed to a count.
+Should the header and clause lists alone pass the cap, the text is cut at a line boundary, an open code
+fence or ``<details>`` block is closed, and a last line says what was left out and where the whole is.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from relavium_conformance._report.wording import (
 
 __all__ = ["MARKDOWN_LIMIT", "markdown_report", "write_github_summary", "write_markdown"]
 
-MARKDOWN_LIMIT = 65_536
-"""GitHub's limit for a comment or a job summary, in characters; the report stays under it."""
+MARKDOWN_LIMIT = 60_000
+"""The report's cap, in characters: under GitHub's 65,536 for a comment or a job summary, with room for
+what a wrapper adds (a sticky-comment marker, a heading of its own)."""
 
 _DIFFERENCES_SHOWN = 8  # per case, in the detailed block; the rest are counted
 _WARNINGS_SHOWN = 50  # in the warnings section; the rest are counted
@@ -275,10 +278,29 @@ def markdown_report(run: RunResult, *, limit: int = MARKDOWN_LIMIT, full_results
     elif run.baseline is not None and run.failures():
         body = "## New failures (0)\n\nNone: every failure is a known one.\n\n"
     text = (head + body + tail).rstrip() + "\n"
-    if len(text) > limit:  # only a pathological header or clause list gets here: cut, and say so
-        note = f"\n\n... cut at {limit:,} characters; the whole report is in {pointer}.\n"
-        text = text[: limit - len(note)] + note
+    if len(text) > limit:  # only a huge header or clause list gets here: cut, and say so
+        text = _cut(text, limit, pointer)
     return text
+
+
+def _cut(text: str, limit: int, pointer: str) -> str:
+    """``text`` cut at a line boundary to fit ``limit`` with what closes an open code fence or
+    ``<details>`` block, and a last line saying what was left out and where the whole report is."""
+    room = limit - 600  # the closers and the note
+    kept = text[: text.rfind("\n", 0, room) + 1]
+    left_out = text[len(kept) :]
+    closers = ""
+    if sum(line.startswith("```") for line in kept.splitlines()) % 2:
+        closers += "```\n"
+    closers += "</details>\n" * max(0, kept.count("<details>") - kept.count("</details>"))
+    sections = re.findall(r"^## (.+)$", kept, flags=re.MULTILINE)
+    where = f" of the section {sections[-1]!r} and what follows" if sections else ""
+    lines = left_out.count("\n") + (0 if left_out.endswith("\n") else 1)
+    note = (
+        f"\n... the last {lines:,} line(s){where} left out to stay under {limit:,} characters; "
+        f"the whole report is in {pointer}.\n"
+    )
+    return kept + closers + note
 
 
 def write_markdown(run: RunResult, path: Path, *, full_results: str | None = None) -> None:

@@ -21,6 +21,7 @@ from relavium_conformance._report.markdown import MARKDOWN_LIMIT, markdown_repor
 from relavium_conformance._report.results import CaseResult, RunResult
 from relavium_conformance._report.terminal import TerminalReporter, colour_wanted
 from relavium_conformance._report.writers import read_json, results_validator
+from relavium_conformance._version import PROTOCOL_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = f"stdio:node {ROOT / 'docs' / 'examples' / 'echo-adapter.mjs'}"
@@ -169,7 +170,7 @@ def test_results_say_what_was_run(echo: EchoRun) -> None:
     assert context.selection == ()
     assert context.spec_revision.startswith("sha256:")
     assert context.corpus.content_hash.startswith("sha256:")
-    assert context.protocol_version == "1.0"
+    assert context.protocol_version == PROTOCOL_VERSION
     assert echo.run.implementation.adapter == "stdio"
     assert echo.run.implementation.capabilities == ("core",)
 
@@ -203,3 +204,46 @@ def test_colour_follows_the_conventions(
     stream = _Tty() if tty else io.StringIO()
     assert colour_wanted(stream, mode, environ) is expected
     assert TerminalReporter(stream, environ=environ, colour=mode).colour is expected
+
+
+def test_markdown_of_an_all_failing_run_is_cut_cleanly_under_60000() -> None:
+    """Every case failing on every clause: the clause lists alone pass the cap. The cut falls between
+    lines, room is left for a wrapper under GitHub's 65,536, and the last line says what is missing."""
+    from relavium_conformance._corpus.catalogue import load_catalogue
+    from relavium_conformance._report.results import ImplementationInfo
+
+    catalogue = load_catalogue().clauses
+    testable = [c.id for c in catalogue if c.status in ("testable", "kit-defined")]
+    cases = [
+        CaseResult.model_validate(
+            {
+                "id": f"lifecycle/an-all-failing-case-with-a-long-name-{i:03d}",
+                "title": "t",
+                "status": "errored",
+                "clauses": testable,
+                "reason": "the implementation exited",
+            }
+        )
+        for i in range(314)
+    ]
+    run = RunResult.build(
+        implementation=ImplementationInfo(name="all-failing", adapter="stdio"),
+        cases=cases,
+        catalogue=catalogue,
+        started_at=echo_time(),
+        duration_ms=1.0,
+    )
+    whole = markdown_report(run, limit=10**9, full_results="out/results.json")
+    assert len(whole) > MARKDOWN_LIMIT
+    text = markdown_report(run, full_results="out/results.json")
+    assert len(text) <= MARKDOWN_LIMIT == 60_000
+    assert len("<!-- sticky-comment marker -->\n" * 100 + text) < 65_536
+    body, note = text.rstrip("\n").rsplit("\n", 1)
+    assert note.startswith("... the last ")
+    assert note.endswith(
+        "left out to stay under 60,000 characters; the whole report is in the JSON results "
+        "(`out/results.json`)."
+    )
+    kept = body.rstrip("\n").removesuffix("</details>").rstrip("\n")
+    assert kept.splitlines()[-1] in whole.splitlines()  # a clean cut: the last line kept is whole
+    assert text.count("<details>") == text.count("</details>")
