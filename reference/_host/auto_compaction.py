@@ -1,17 +1,19 @@
 """Automatic compaction in a session: the pre-send and after-turn triggers around a turn.
 
-:class:`SessionAutoCompaction` is mixed into :class:`relavium_reference._host.session.AgentSession`
-(above :class:`~relavium_reference._host.session_compaction.SessionCompaction`, whose runner it calls).
+:class:`AutoCompaction` is a collaborator of :class:`relavium_reference._host.session.AgentSession`,
+which builds it with the narrow face of itself the triggers need (:class:`AutoCompactionPorts`).  Each step
+the session may refine (a measurement, the entry windows, the pre-send, the runner, ...) is reached through
+its port, so the session's own methods stay the single place each step is decided.
 
-* **Pre-send** (:meth:`SessionAutoCompaction._turn_body`, the body of the turn's own task, so the inner
+* **Pre-send** (:meth:`AutoCompaction.turn_body`, the body of the turn's own task, so the inner
   compaction shares the turn's signal): before the turn's first main request, the actual next owned request
-  is measured (:meth:`SessionAutoCompaction._automatic_measurement`); when the trigger fires, the
+  is measured (:meth:`AutoCompaction.measurement`); when the trigger fires, the
   irreducible-fit check may skip the compaction (the turn then cannot start an overflow recovery), else one
   compaction runs with the pending user kept.  A failed, skipped or nothing-to-fold compaction sends the
   original owned request (and suppresses recovery); a cancel or an abort of the turn during it sends no
   main request and the session settles the turn; a budget refusal settles ``budget_exceeded`` naming the
   cap.  The turn's request is built after the compaction, from the history it installed.
-* **After-turn** (:meth:`SessionAutoCompaction._after_turn`): after a successful turn has settled, the next
+* **After-turn** (:meth:`AutoCompaction.after_turn`): after a successful turn has settled, the next
   request (history alone, no pending user: KD-COMP-9) is measured; when the trigger fires and
   ``SessionDeps.afterTurnCompaction`` is on, one compaction runs in the lifecycle's ``history`` state
   before ``sendMessage`` returns.  An ordinary failure falls back to the configured deterministic trim
@@ -23,12 +25,13 @@ Neither ever uses the manual unknown-window soft bound, and billed usage never d
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from functools import cached_property
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-from relavium_reference._host.session_compaction import SessionCompaction
-from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup, run_turn
+from relavium_reference._host.session_compaction import CompactionReport
+from relavium_reference._host.turn import PlanEntry, TurnEnd, TurnProgress, TurnSetup, run_turn
+from relavium_reference._model.events import CompactionReason
 from relavium_reference._model.history_results import (
     CompactionBudgetRefused,
     CompactionCancelled,
@@ -37,6 +40,7 @@ from relavium_reference._model.history_results import (
 )
 from relavium_reference._model.invocation import UNKNOWN_MODEL
 from relavium_reference._model.llm import ToolDef
+from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
 from relavium_reference._rules.auto_compaction import (
@@ -52,48 +56,63 @@ from relavium_reference._rules.compaction_measure import (
     measure,
     output_reservation,
 )
-from relavium_reference._rules.lifecycle import SessionInput, SessionState
+from relavium_reference._rules.lifecycle import Outcome, SessionInput, SessionState
 from relavium_reference._rules.memory import automatic_compaction_allowed
-from relavium_reference._rules.projection import HistoryMemo, HistoryMessage, project_request
+from relavium_reference._rules.projection import Exchange, HistoryMessage, project_request
 
-__all__ = ["SessionAutoCompaction"]
+if TYPE_CHECKING:
+    from relavium_reference._host.session_deps import SessionDeps
+
+__all__ = ["AutoCompaction", "AutoCompactionPorts"]
 
 
-class SessionAutoCompaction(SessionCompaction):
-    """The automatic triggers of a session (the session provides the methods below)."""
+@dataclass(frozen=True)
+class AutoCompactionPorts:
+    """What the automatic triggers read and move of their session; each member is read when used."""
 
-    @cached_property
-    def _histories(self) -> HistoryMemo:
-        return HistoryMemo()
+    agent: Callable[[], AgentSnapshot]
+    deps: Callable[[], SessionDeps]
+    plan: Callable[[], Sequence[PlanEntry]]
+    exchanges: Callable[[], Sequence[Exchange]]
+    history: Callable[[], Sequence[HistoryMessage]]
+    memory: Callable[[], MemoryPolicySpec]
+    max_tokens_estimate: Callable[[], int | None]
+    state: Callable[[], SessionState]
+    enter: Callable[[SessionInput], Outcome]
+    advertised: Callable[[TurnPolicy], tuple[str, ...]]
+    turn_setup: Callable[[str, TurnPolicy], TurnSetup]
+    run_compaction: Callable[[CompactionReason, str | None], Awaitable[CompactionReport]]
+    """The session's runner: ``run_compaction(reason, pending_user)``."""
+    trim: Callable[[int, Literal["manual", "auto-fallback"]], Awaitable[TrimResult]]
+    # The session's own steps, each defaulting to this collaborator's method of the same meaning:
+    allowed: Callable[[], bool]
+    entry_windows: Callable[[], list[EntryWindow]]
+    measurement: Callable[[str | None, TurnProgress, TurnPolicy], Measurement | None]
+    irreducible: Callable[[str, TurnPolicy], int]
+    presend: Callable[[str, TurnPolicy, TurnProgress], Awaitable[TurnEnd | None]]
 
-    def _history(self) -> Sequence[HistoryMessage]:
-        """Selection and summary placement of the working transcript (before any folding), projected
-        afresh only when the slots changed otherwise than by appending (see ``HistoryMemo``)."""
-        return self._histories.project(self._exchanges, self._memory, self._preamble)
 
-    def _advertised(self, policy: TurnPolicy) -> tuple[str, ...]:  # provided by the session
-        raise NotImplementedError
+class AutoCompaction:
+    """The automatic triggers of a session: pre-send (inside the turn's task) and after-turn."""
 
-    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:  # provided by the session
-        raise NotImplementedError
+    def __init__(self, ports: AutoCompactionPorts) -> None:
+        self._ports = ports
 
-    async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
-        raise NotImplementedError  # provided by the session
-
-    def _automatic_allowed(self) -> bool:
+    def allowed(self) -> bool:
         """Automatic work is permitted by the resolved memory policy alone (never by funding)."""
-        return automatic_compaction_allowed(self._memory)
+        return automatic_compaction_allowed(self._ports.memory())
 
     # -- measurement -----------------------------------------------------------------------------
 
-    def _entry_windows(self) -> list[EntryWindow]:
+    def entry_windows(self) -> list[EntryWindow]:
         """The plan's entries as the measurement sees them (an entry whose provider does not resolve
         cannot be attempted)."""
+        deps = self._ports.deps()
         windows: list[EntryWindow] = []
-        for entry in self._plan:
-            info = self._deps.models.get(entry.model, UNKNOWN_MODEL)
+        for entry in self._ports.plan():
+            info = deps.models.get(entry.model, UNKNOWN_MODEL)
             try:
-                self._deps.resolve_provider(entry.provider, entry.model)
+                deps.resolve_provider(entry.provider, entry.model)
             except Exception:
                 windows.append(EntryWindow(entry.model, info, attemptable=False))
                 continue
@@ -101,10 +120,10 @@ class SessionAutoCompaction(SessionCompaction):
         return windows
 
     def _tool_definitions(self, policy: TurnPolicy) -> list[ToolDef] | None:
-        advertised = self._advertised(policy)
-        return self._deps.tools.definitions(advertised) if advertised else None
+        advertised = self._ports.advertised(policy)
+        return self._ports.deps().tools.definitions(advertised) if advertised else None
 
-    def _automatic_measurement(
+    def measurement(
         self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
     ) -> Measurement | None:
         """The next owned request measured against the automatic window (``None``: no window).
@@ -112,51 +131,53 @@ class SessionAutoCompaction(SessionCompaction):
         ``progress`` is the turn's record (a measurement never reads its usage: billed figures do not
         drive a trigger).
         """
-        window = automatic_window(self._entry_windows())
+        window = automatic_window(self._ports.entry_windows())
         if window is None:
             return None
+        agent = self._ports.agent()
         request = project_request(
-            system=self._agent.system_prompt,
-            history=self._history(),
+            system=agent.system_prompt,
+            history=self._ports.history(),
             pending_user=pending_user,
             tools=self._tool_definitions(policy),
         )
-        reservation = output_reservation(self._agent.max_tokens, self._max_tokens_estimate)
-        threshold = self._deps.compact_threshold
+        reservation = output_reservation(agent.max_tokens, self._ports.max_tokens_estimate())
+        threshold = self._ports.deps().compact_threshold
         return measure(request, reservation=reservation, window=window, threshold=threshold)
 
-    def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
+    def irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
         """The estimate of what no compaction can shrink (KD-COMP-9)."""
         return irreducible_tokens(
-            system=self._agent.system_prompt,
-            exchanges=self._exchanges,
+            system=self._ports.agent().system_prompt,
+            exchanges=self._ports.exchanges(),
             pending_user=pending_user,
             tools=self._tool_definitions(policy),
         )
 
     # -- pre-send --------------------------------------------------------------------------------
 
-    async def _turn_body(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd:
+    async def turn_body(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd:
         """The turn task: the pre-send compaction, then the turn on the history it left."""
-        end = await self._presend(text, policy, progress)
+        end = await self._ports.presend(text, policy, progress)
         if end is not None:
             return end
-        return await run_turn(self._turn_setup(text, policy), progress)
+        return await run_turn(self._ports.turn_setup(text, policy), progress)
 
-    async def _presend(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd | None:
+    async def presend(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd | None:
         """The pre-send compaction; a terminal when the turn must end without a main request."""
-        allowed = self._automatic_allowed()
-        measurement = self._automatic_measurement(text, progress, policy) if allowed else None
+        ports = self._ports
+        allowed = ports.allowed()
+        measurement = ports.measurement(text, progress, policy) if allowed else None
         if measurement is None or not measurement.fires:
             return None
-        irreducible = self._irreducible(text, policy)
+        irreducible = ports.irreducible(text, policy)
         decision = presend_decision(allowed=allowed, measurement=measurement, irreducible=irreducible)
         if decision is Presend.SKIP_IRREDUCIBLE:
             progress.presend_suppressed = True
             return None
         if decision is Presend.NONE:
             return None
-        report = await self.run_compaction("auto-threshold", pending_user=text)
+        report = await ports.run_compaction("auto-threshold", text)
         result = report.result
         if isinstance(result, CompactionCancelled):
             raise asyncio.CancelledError  # the turn's own signal: the session settles the turn
@@ -170,27 +191,25 @@ class SessionAutoCompaction(SessionCompaction):
 
     # -- after-turn ------------------------------------------------------------------------------
 
-    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
+    async def after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
         """After a successful, settled turn: the after-turn compaction, with its trim fallback."""
-        if not self._in_state(SessionState.IDLE):
+        ports = self._ports
+        if ports.state() is not SessionState.IDLE:
             return  # cancelled (or otherwise not idle): no after-turn work
-        allowed = self._automatic_allowed()
-        enabled = self._deps.after_turn_compaction
+        allowed = ports.allowed()
+        enabled = ports.deps().after_turn_compaction
         if not (allowed and enabled):
             return
-        measurement = self._automatic_measurement(None, progress, policy)
+        measurement = ports.measurement(None, progress, policy)
         if not after_turn_runs(allowed=allowed, enabled=enabled, measurement=measurement):
             return
-        self._enter(SessionInput.COMPACT)  # idle -> history: nothing races the after-turn work
+        ports.enter(SessionInput.COMPACT)  # idle -> history: nothing races the after-turn work
         try:
-            report = await self.run_compaction("auto-threshold")
-            limit = self._deps.max_messages
+            report = await ports.run_compaction("auto-threshold", None)
+            limit = ports.deps().max_messages
             failed = isinstance(report.result, CompactionFailed)
-            if failed and limit is not None and limit > 0 and self._in_state(SessionState.HISTORY):
-                await self._trim(limit, "auto-fallback")  # ordinary failure only: never on cancel or refusal
+            if failed and limit is not None and limit > 0 and ports.state() is SessionState.HISTORY:
+                await ports.trim(limit, "auto-fallback")  # ordinary failure only: never on cancel or refusal
         finally:
-            if self._in_state(SessionState.HISTORY):
-                self._enter(SessionInput.HISTORY_SETTLED)
-
-    def _in_state(self, state: SessionState) -> bool:
-        return self.state is state
+            if ports.state() is SessionState.HISTORY:
+                ports.enter(SessionInput.HISTORY_SETTLED)

@@ -14,23 +14,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Literal, NoReturn
 
-from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.attempt_deadline import AttemptDeadline, bounded_resolver
-from relavium_reference._host.auto_compaction import SessionAutoCompaction
+from relavium_reference._host.auto_compaction import AutoCompaction
 from relavium_reference._host.commands import run_command
-from relavium_reference._host.compaction_runner import CompactionReport
+from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.joint_commit import (
     JointWriter,
-    joint_writer,
     publish_committed,
     resolve_abandoned,
-    settle_deferred,
 )
-from relavium_reference._host.overflow_recovery import recover_overflow
-from relavium_reference._host.persister import PersistError, ReleasesWriter, completed_turn
+from relavium_reference._host.persister import ReleasesWriter
+from relavium_reference._host.session_compaction import SessionCompactions
 from relavium_reference._host.session_deps import (
     DEFAULT_SESSION_MAX_TURNS,
     ExportResult,
@@ -38,6 +34,13 @@ from relavium_reference._host.session_deps import (
     TurnResult,
     resolve_max_turns,
     write_whole,
+)
+from relavium_reference._host.session_wiring import (
+    auto_compaction_ports,
+    books_ports,
+    compaction_job,
+    compaction_ports,
+    turn_setup,
 )
 from relavium_reference._host.stamper import EventStamper, format_timestamp
 from relavium_reference._host.turn import (
@@ -48,6 +51,7 @@ from relavium_reference._host.turn import (
     error_message,
     turn_costs,
 )
+from relavium_reference._host.turn_books import TurnBooks
 from relavium_reference._host.usage import SessionUsage, host_usage_writer
 from relavium_reference._model.commands import (
     CommandAllowlist,
@@ -58,6 +62,7 @@ from relavium_reference._model.commands import (
 )
 from relavium_reference._model.errors import InvalidInputError, SessionStateCode, SessionStateError
 from relavium_reference._model.events import (
+    CompactionReason,
     SessionCancelled,
     SessionExported,
     SessionStarted,
@@ -69,6 +74,7 @@ from relavium_reference._model.events import (
 )
 from relavium_reference._model.history_results import (
     BoundaryMarker,
+    CompactionResult,
     MemoryPolicyRefusal,
     NothingToTrim,
     Trimmed,
@@ -81,11 +87,11 @@ from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec, Se
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import (
     RETRYABLE_ERROR_CODES,
-    TERMINAL_FINISH_REASONS,
     ErrorCode,
     SessionStopReason,
 )
 from relavium_reference._model.workflow import document_to_data
+from relavium_reference._rules.compaction_measure import EntryWindow, Measurement
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.lifecycle import Effect, Outcome, SessionInput, SessionState, apply
 from relavium_reference._rules.memory import (
@@ -97,6 +103,8 @@ from relavium_reference._rules.memory import (
 )
 from relavium_reference._rules.projection import (
     Exchange,
+    HistoryMemo,
+    HistoryMessage,
     estimate_tokens,
     project_request,
 )
@@ -121,7 +129,7 @@ __all__ = [
 ]
 
 
-class AgentSession(SessionAutoCompaction):
+class AgentSession:
     """One instance of a session: one agent, one model and its fallback plan."""
 
     _state: SessionState = SessionState.CREATED
@@ -141,13 +149,13 @@ class AgentSession(SessionAutoCompaction):
         self._context = context
         if not isinstance(deps.attempt_deadline, AttemptDeadline):
             raise InvalidInputError("must be an AttemptDeadline", location="attemptDeadline")
-        bounded = bounded_resolver(deps.resolve_provider, deps.attempt_deadline)
-        self._deps = replace(deps, resolve_provider=bounded)  # every provider attempt within the deadline
+        self._deps = deps  # the host's own object: what the session copies, it copies explicitly (below)
+        # every provider attempt of a turn or a compaction runs within the session's attempt deadline
+        self._resolve_provider = bounded_resolver(deps.resolve_provider, deps.attempt_deadline)
         self._max_turns = resolve_max_turns(deps.max_turns)
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
         self.session_id = session_id or deps.new_id()
         self._writer = host_usage_writer(deps.usage_writer, deps.persister, self.session_id, deps.prices)
-        self._joint_of: tuple[UsageWriter | None, JointWriter | None] | None = None
         self._usage = SessionUsage(self._writer, basis="fresh")
         self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
         self.agent_ref = agent_ref or agent.id
@@ -167,7 +175,10 @@ class AgentSession(SessionAutoCompaction):
         self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
-        self._compaction_task: asyncio.Task[CompactionReport] | None = None
+        self._histories = HistoryMemo()
+        self._books = TurnBooks(books_ports(self))
+        self._compactions = SessionCompactions(compaction_ports(self))
+        self._auto = AutoCompaction(auto_compaction_ports(self))
 
     @classmethod
     def resume(
@@ -295,7 +306,7 @@ class AgentSession(SessionAutoCompaction):
         if outcome.effect is not Effect.CANCEL_WORK:
             return
         self._interrupt = "cancel"
-        for task in (self._turn_task, self._command_task, self._compaction_task):
+        for task in (self._turn_task, self._command_task, self._compactions.task):
             if task is not None and not task.done():
                 task.cancel()
         if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
@@ -326,7 +337,7 @@ class AgentSession(SessionAutoCompaction):
             self._turn_task = asyncio.create_task(self._turn_body(text, policy, progress))  # pre-send, turn
             await asyncio.wait({self._turn_task})
             task, self._turn_task = self._turn_task, None
-            round_failure = await self._finish_round_accounting(progress)
+            round_failure = await self._books.finish_round(progress)
             if task.cancelled() or self._interrupt is not None:
                 failure = await self._record_uncommitted_cost(progress) or round_failure
                 settled = await self._settle_interrupted(progress)
@@ -459,6 +470,57 @@ class AgentSession(SessionAutoCompaction):
             kept_turn_count=plan.kept_slots,
         )
 
+    # -- compaction (the work is the collaborators'; each step stays a method a session may refine) ------
+
+    async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
+        """Summarise the older working context (started and idle only); see
+        :meth:`~relavium_reference._host.session_compaction.SessionCompactions.compact`."""
+        return await self._compactions.compact(reason)
+
+    async def run_compaction(
+        self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
+    ) -> CompactionReport:
+        """Run one compaction now (the runner pre-send, after-turn and overflow recovery call)."""
+        return await self._compactions.run(reason, pending_user=pending_user, manual=manual)
+
+    @property
+    def _compaction_task(self) -> asyncio.Task[CompactionReport] | None:
+        """The compaction running now, if any."""
+        return self._compactions.task
+
+    def _compaction_job(
+        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
+    ) -> CompactionJob:
+        return compaction_job(self, reason, manual=manual, pending_user=pending_user)
+
+    def _history(self) -> Sequence[HistoryMessage]:
+        """Selection and summary placement of the working transcript (before any folding), projected
+        afresh only when the slots changed otherwise than by appending (see ``HistoryMemo``)."""
+        return self._histories.project(self._exchanges, self._memory, self._preamble)
+
+    def _automatic_allowed(self) -> bool:
+        return self._auto.allowed()
+
+    def _entry_windows(self) -> list[EntryWindow]:
+        return self._auto.entry_windows()
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        return self._auto.measurement(pending_user, progress, policy)
+
+    def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
+        return self._auto.irreducible(pending_user, policy)
+
+    async def _turn_body(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd:
+        return await self._auto.turn_body(text, policy, progress)
+
+    async def _presend(self, text: str, policy: TurnPolicy, progress: TurnProgress) -> TurnEnd | None:
+        return await self._auto.presend(text, policy, progress)
+
+    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
+        await self._auto.after_turn(progress, policy)
+
     # -- internals -------------------------------------------------------------------------------
 
     def _select_trim(self, max_messages: int) -> TrimPlan:
@@ -496,31 +558,7 @@ class AgentSession(SessionAutoCompaction):
         return outcome
 
     def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
-        registry = self._deps.tools
-        return TurnSetup(
-            agent=self._agent,
-            node_id=self.agent_ref,
-            history=self._history(),
-            pending_user=text,
-            advertised=self._advertised(policy),
-            policy=policy,
-            registry=registry,
-            max_tool_turns=self._deps.max_tool_turns,
-            plan=self._plan,
-            resolve_provider=self._deps.resolve_provider,
-            sleep=self._deps.sleep,
-            stamper=self._stamper,
-            latched=lambda: self._latched,
-            admission=self._deps.admission,
-            models=self._deps.models,
-            usage=self._usage.writer,
-            max_tokens_estimate=self._max_tokens_estimate,
-            next_request_id=self._request_ids.__next__,
-            latch=lambda: setattr(self, "_latched", True),
-            automatic_compaction=automatic_compaction_allowed(self._memory),
-            recover=lambda current: recover_overflow(self, current),
-            defer_final=self._joint() is not None,
-        )
+        return turn_setup(self, text, policy)
 
     def _record(self) -> AgentSessionRecord:
         now = format_timestamp(self._deps.clock.now())
@@ -544,107 +582,19 @@ class AgentSession(SessionAutoCompaction):
 
     async def _commit(self, text: str, end: TurnEnd, progress: TurnProgress) -> bool:
         """Hand the completed turn to the host's persister; a failure latches the session."""
-        persister = self._deps.persister
-        if persister is None:
-            return True
-        names = {entry.tool_call_id: entry.name for entry in progress.tool_history}
-        stop = end.stop_reason.value
-        joint = self._joint() if progress.deferred else None
-        if progress.deferred and not joint and (failure := await self._settle_deferred(progress)):
-            await self._record_costs(progress)  # the writer changed: the attempt was resolved on its own
-            self._raw_commit_failure = failure
-            return False
-        deferred, progress.deferred = progress.deferred, None
-        before = progress.cost_microcents, progress.priced_calls
-        try:
-            if deferred is not None and joint is not None:  # the turn's cost row carries the attempt's money
-                cost, priced = joint._settlement(deferred.record)
-                progress.cost_microcents += cost
-                progress.priced_calls += int(priced)
-            turn = completed_turn(
-                user_text=text,
-                final_text=end.text or "",
-                round_messages=progress.round_messages,
-                structural_names=names,
-                model=progress.model,
-                finish_reason=stop if stop in TERMINAL_FINISH_REASONS else "stop",
-                costs=self._costs(progress),
-            )
-            if deferred is not None and joint is not None:
-                settled = await joint._resolved_with_turn(turn, deferred.record)  # one transaction
-            else:
-                await persister.commit_turn(self.session_id, turn)
-        except Exception as failure:  # a PersistError is classified; anything else is raw (KD-MSG-6)
-            self._latched = True
-            self._raw_commit_failure = None if isinstance(failure, PersistError) else failure
-            progress.cost_microcents, progress.priced_calls = before
-            progress.deferred = deferred
-            if (raised := await self._settle_deferred(progress)) is not None:  # the attempt was billed
-                await self._record_costs(progress)  # what a sink failing inside the turn records
-                self._raw_commit_failure = raised
-            return False
-        if deferred is not None and joint is not None:
-            progress.committed = deferred, settled
-        return True
+        return await self._books.commit(text, end, progress)
 
     async def _raise_after_terminal(self, failure: BaseException, progress: TurnProgress) -> NoReturn:
         """An observer (the event sink) failed: the INTERNAL terminal, then its error, raised as it came."""
         await self._settle(TurnEnd(SessionStopReason.ERROR, error_code=ErrorCode.INTERNAL), progress)
         raise failure
 
-    async def _finish_round_accounting(self, progress: TurnProgress) -> Exception | None:
-        """A turn task that ended inside a tool round (abort, an observer's failure) may leave that round's
-        usage write in flight: an abort waits for it and publishes its cost; a cancel waits for it too (its
-        money belongs in the cost row) but publishes nothing.  Answers the sink's failure on that cost, which
-        the caller raises after the terminal (or drops when the sink had already ended the turn)."""
-        pending, progress.accounting = progress.accounting, None
-        if pending is None:
-            return None
-        try:
-            await pending.finish(publish=self._interrupt != "cancel")
-        except Exception as failure:  # the cost row still follows
-            return failure
-        return None
-
     def _joint(self) -> JointWriter | None:
-        """The writer when it may commit a turn with its last resolution (asked once per writer)."""
-        writer = self._usage.writer
-        if self._joint_of is None or self._joint_of[0] is not writer:
-            self._joint_of = (writer, joint_writer(self._deps.usage_writer, writer, self._deps.persister))
-        return self._joint_of[1]
-
-    async def _settle_deferred(self, progress: TurnProgress) -> Exception | None:
-        """Resolve a held-back final attempt alone (a failure latches; answers a sink error on its cost)."""
-        deferred, progress.deferred = progress.deferred, None
-        writer = self._usage.writer
-        if deferred is None or writer is None:
-            return None
-        publish = self._interrupt != "cancel"
-        settled, failure = await settle_deferred(
-            deferred, writer, self._stamper, node_id=self.agent_ref, publish=publish
-        )
-        if settled is None:
-            self._latched = True
-            return None
-        progress.cost_microcents += settled.cost_microcents
-        progress.priced_calls += int(settled.priced)
-        return failure
+        return self._books.joint()
 
     async def _record_uncommitted_cost(self, progress: TurnProgress) -> Exception | None:
         """Errors and aborts commit no transcript, but what they spent is recorded (answers a sink error)."""
-        failure = await self._settle_deferred(progress)
-        await self._record_costs(progress)
-        return failure
-
-    async def _record_costs(self, progress: TurnProgress) -> None:
-        persister = self._deps.persister
-        if persister is None:
-            return
-        for entry in self._costs(progress):
-            try:
-                await persister.record_cost(self.session_id, entry)
-            except Exception:
-                self._latched = True
+        return await self._books.record_uncommitted(progress)
 
     def _count_turn(self, progress: TurnProgress) -> None:
         """Only a provider-engaged turn uses a slot of the hard cap."""

@@ -1,9 +1,10 @@
 """Compaction in the session: manual ``compact()``, and the one runner every other path calls.
 
-:class:`SessionCompaction` is mixed into :class:`relavium_reference._host.session.AgentSession`.
-:meth:`SessionCompaction.run_compaction` runs **one** compaction in a task of its own that ``cancel``
-(and, inside a turn, ``abort``) cancels, and reports its typed result and whether it installed a new
-summary and history (:class:`CompactionReport`).  Manual ``compact()`` moves the session through the
+:class:`SessionCompactions` is a collaborator of :class:`relavium_reference._host.session.AgentSession`,
+which builds it with the narrow face of itself a compaction needs (:class:`CompactionPorts`).
+:meth:`SessionCompactions.run` runs **one** compaction in a task of its own that ``cancel`` (and, inside a
+turn, ``abort``) cancels, and reports its typed result and whether it installed a new summary and history
+(:class:`CompactionReport`).  Manual ``compact()`` moves the session through the
 lifecycle's ``history`` state around it; pre-send, after-turn and overflow-recovery compaction call the
 runner from within the turn they belong to (they share its interruption).
 """
@@ -11,7 +12,8 @@ runner from within the turn they belong to (they share its interruption).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from relavium_reference._host.compaction_runner import (
@@ -20,9 +22,7 @@ from relavium_reference._host.compaction_runner import (
     CompactionReport,
     run_compaction,
 )
-from relavium_reference._host.session_deps import SessionDeps
 from relavium_reference._host.stamper import EventStamper
-from relavium_reference._host.turn import PlanEntry
 from relavium_reference._host.usage import SessionUsage
 from relavium_reference._model.events import CompactionReason, SessionCompactionFailed
 from relavium_reference._model.history_results import (
@@ -31,46 +31,41 @@ from relavium_reference._model.history_results import (
     CompactionResult,
     NothingToCompact,
 )
-from relavium_reference._model.records import CostEntry
-from relavium_reference._model.shapes import AgentSnapshot, MemoryPolicySpec
-from relavium_reference._rules.compaction_plan import kept_slot_count
+from relavium_reference._model.shapes import MemoryPolicySpec
+from relavium_reference._rules.compaction_plan import nothing_to_fold
 from relavium_reference._rules.lifecycle import Outcome, SessionInput, SessionState
 from relavium_reference._rules.memory import compaction_refusal
 from relavium_reference._rules.projection import Exchange
 
-__all__ = ["INTERRUPTED_MESSAGE", "CompactionReport", "SessionCompaction"]
+__all__ = ["INTERRUPTED_MESSAGE", "CompactionPorts", "CompactionReport", "SessionCompactions"]
 
 INTERRUPTED_MESSAGE = "the turn was aborted during the compaction"
 
 
-class SessionCompaction:
-    """The compaction half of a session (the session provides the state below)."""
+@dataclass(frozen=True)
+class CompactionPorts:
+    """What a session's compactions read and move of their session; each member is read when used."""
 
-    _agent: AgentSnapshot
-    _deps: SessionDeps
-    _plan: tuple[PlanEntry, ...]
-    _memory: MemoryPolicySpec
-    _stamper: EventStamper
-    _exchanges: list[Exchange]
-    _preamble: str | None
-    _interrupt: Literal["abort", "cancel"] | None
-    _compaction_task: asyncio.Task[CompactionReport] | None
-    _request_ids: Iterator[str]
-    _max_tokens_estimate: int | None
-    _usage: SessionUsage
-    _latched: bool
-    session_id: str
-    agent_ref: str
+    state: Callable[[], SessionState]
+    enter: Callable[[SessionInput], Outcome]
+    memory: Callable[[], MemoryPolicySpec]
+    exchanges: Callable[[], Sequence[Exchange]]
+    usage: Callable[[], SessionUsage]
+    latch: Callable[[], None]
+    stamper: Callable[[], EventStamper]
+    job: Callable[[CompactionReason, bool, str | None], CompactionJob]
+    """The session's job for one compaction: ``job(reason, manual, pending_user)``."""
+    run: Callable[[CompactionReason, bool], Awaitable[CompactionReport]]
+    """The session's runner (``AgentSession.run_compaction``): ``run(reason, manual)``."""
 
-    @property
-    def state(self) -> SessionState:  # provided by the session
-        raise NotImplementedError
 
-    def _enter(self, event: SessionInput) -> Outcome:  # provided by the session
-        raise NotImplementedError
+class SessionCompactions:
+    """A session's compactions: manual ``compact()`` and the one runner every other path calls."""
 
-    async def _append_boundary(self, kept_slots: int, text: str | None = None) -> None:  # the session's
-        raise NotImplementedError
+    def __init__(self, ports: CompactionPorts) -> None:
+        self._ports = ports
+        self.task: asyncio.Task[CompactionReport] | None = None
+        """The compaction running now (the session's ``cancel`` cancels it)."""
 
     async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
         """Summarise the older working context (started and idle only).
@@ -80,20 +75,21 @@ class SessionCompaction:
         egress.  Otherwise one compaction runs (see :mod:`relavium_reference._host.compaction_runner`); the
         session is idle again on every exit.
         """
-        self._enter(SessionInput.COMPACT)  # idle -> history: nothing races the compaction
+        ports = self._ports
+        ports.enter(SessionInput.COMPACT)  # idle -> history: nothing races the compaction
         try:
-            refusal = compaction_refusal(self._memory)
+            refusal = compaction_refusal(ports.memory())
             if refusal is not None:
                 return refusal
-            if kept_slot_count(self._exchanges) >= len(self._exchanges):
+            if nothing_to_fold(ports.exchanges()):
                 return NothingToCompact()
-            report = await self.run_compaction("manual", manual=True)
+            report = await ports.run(reason, True)
             return report.result
         finally:
-            if self.state is SessionState.HISTORY:
-                self._enter(SessionInput.HISTORY_SETTLED)
+            if ports.state() is SessionState.HISTORY:
+                ports.enter(SessionInput.HISTORY_SETTLED)
 
-    async def run_compaction(
+    async def run(
         self, reason: CompactionReason, *, pending_user: str | None = None, manual: bool = False
     ) -> CompactionReport:
         """Run one compaction now; the report says whether it installed a new summary and history.
@@ -103,12 +99,13 @@ class SessionCompaction:
         a turn, an abort) while it runs ends it as ``cancelled`` with nothing installed; an observer's
         own failure propagates unchanged.
         """
-        if not await self._usage.opened():  # an accounting boundary: a resumed instance adopts here
-            self._latched = True
+        ports = self._ports
+        if not await ports.usage().opened():  # an accounting boundary: a resumed instance adopts here
+            ports.latch()
             return CompactionReport(CompactionFailed(message=FAILED_MESSAGES["pass_failed"]), installed=False)
-        job = self._compaction_job(reason, manual=manual, pending_user=pending_user)
+        job = ports.job(reason, manual, pending_user)
         task = asyncio.create_task(run_compaction(job))
-        self._compaction_task = task
+        self.task = task
         try:
             await asyncio.wait({task})
         except asyncio.CancelledError:  # our caller (the turn) was cancelled: the compaction ends too
@@ -117,7 +114,7 @@ class SessionCompaction:
             await self._close_interrupted(job)
             raise
         finally:
-            self._compaction_task = None
+            self.task = None
         if task.cancelled():
             await self._close_interrupted(job)
             return CompactionReport(CompactionCancelled(), installed=False)
@@ -126,52 +123,8 @@ class SessionCompaction:
     async def _close_interrupted(self, job: CompactionJob) -> None:
         """An interrupted compaction's open moment ends once: the session's cancellation closes it
         itself; an abort of the turn it runs in closes it with the failed-moment event."""
-        if job.opened and self.state is not SessionState.CANCELLED:
+        if job.opened and self._ports.state() is not SessionState.CANCELLED:
             job.opened = False
-            await self._stamper.emit(
+            await self._ports.stamper().emit(
                 SessionCompactionFailed, reason=job.reason, outcome="failed", message=INTERRUPTED_MESSAGE
             )
-
-    def _compaction_job(
-        self, reason: CompactionReason, *, manual: bool, pending_user: str | None
-    ) -> CompactionJob:
-        deps = self._deps
-
-        def cancelled() -> bool:
-            if self.state is SessionState.CANCELLED:
-                return True
-            return not manual and self._interrupt is not None
-
-        def install(folded_slots: int, summary: str) -> None:
-            self._exchanges = self._exchanges[folded_slots:]
-            self._preamble = summary
-
-        async def record_cost(entry: CostEntry) -> None:
-            if deps.persister is not None:
-                await deps.persister.record_cost(self.session_id, entry)
-
-        return CompactionJob(
-            reason=reason,
-            manual=manual,
-            exchanges=tuple(self._exchanges),
-            summary=self._preamble,
-            pending_user=pending_user,
-            system=self._agent.system_prompt,
-            memory=self._memory,
-            plan=self._plan,
-            resolve_provider=deps.resolve_provider,
-            models=deps.models,
-            admission=deps.admission,
-            stamper=self._stamper,
-            node_id=self.agent_ref,
-            on_compaction_start=deps.on_compaction_start,
-            append_boundary=self._append_boundary,
-            install=install,
-            cancelled=cancelled,
-            record_cost=record_cost,
-            next_request_id=self._request_ids.__next__,
-            max_tokens_estimate=self._max_tokens_estimate,
-            prepare_provider=deps.prepare_provider,
-            usage=self._usage.writer,
-            latch=lambda: setattr(self, "_latched", True),
-        )
