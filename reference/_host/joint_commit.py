@@ -18,7 +18,7 @@ fails: the turn is refused, but the attempt was billed, and its resolution stays
 cancelled before the commit leaves it to :func:`resolve_abandoned`, which publishes nothing.
 
 Only the final attempt of a turn is held back: a tool round's resolution runs alongside the round's tools
-(``round_accounting``) and is finished before the next provider call, and a writer the host gives
+(``round_resolution``) and is finished before the next provider call, and a writer the host gives
 explicitly (the kit's, over the adapter) always resolves each attempt on its own.
 """
 

@@ -3,7 +3,7 @@
 :func:`recover_overflow` is the turn's ``recover`` port (:class:`~relavium_reference._host.turn.TurnSetup`):
 it runs only when the turn's private recovery facts allow it (``_rules.overflow.may_recover``), once, and
 answers what the turn does next.  The compaction is the one every other path runs
-(:meth:`relavium_reference._host.session_compaction.SessionCompaction.run_compaction`, with the turn's
+(:meth:`relavium_reference._host.session.AgentSession.run_compaction`, with the turn's
 pending user kept verbatim and never the manual soft bound), so its planning, passes, marker and events
 are those of KD-COMP-7:
 

@@ -7,6 +7,13 @@ session settles the turn from the outside with what the turn had recorded so far
 
 ``abort`` and ``cancel`` must be called from outside the turn (another task, a host callback that
 hands over to the host's own task); the kit's adapters do so.
+
+The session owns its state and sequencing; three collaborators do the rest, each through a declared port
+built in :mod:`relavium_reference._host.session_wiring`: its compactions
+(:mod:`~relavium_reference._host.session_compaction`), the automatic triggers
+(:mod:`~relavium_reference._host.auto_compaction`) and the turn's books
+(:mod:`~relavium_reference._host.turn_books`).  The decisions themselves are pure, in ``_rules``: the
+lifecycle table, the turn caps (``turn_cap``), the stream fold (``stream_fold``), the compaction plan.
 """
 
 from __future__ import annotations

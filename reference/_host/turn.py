@@ -593,7 +593,7 @@ async def _publish(
 
 
 def _account_round(setup: TurnSetup, progress: TurnProgress, result: _Round) -> None:
-    """Start the tool-use attempt's usage write in its own task (see ``round_accounting``)."""
+    """Start the tool-use attempt's usage write in its own task (see ``round_resolution``)."""
     if result.unaccounted is None:
         return  # no writer: accounted when the attempt stopped
     usage, attempt_number = result.unaccounted
