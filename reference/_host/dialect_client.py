@@ -205,7 +205,7 @@ async def _read_head(response: httpx.Response, limit: int) -> bytes:
         async for raw in response.aiter_raw():
             for piece in body.feed(raw):
                 kept += piece
-            await asyncio.sleep(0)
+                await asyncio.sleep(0)
     except (BodyLimitError, BodyEncodingError):
         pass
     return bytes(kept[:limit])
@@ -288,12 +288,12 @@ class HttpProvider:
         body = BoundedBody(response.headers.get("content-encoding", ""), limits.reply_bytes)
         decoder = self.decoder(max_line=limits.sse_line_chars, max_event=limits.sse_event_chars)
         async for raw in response.aiter_raw():
-            for piece in body.feed(raw):
+            for piece in body.feed(raw):  # one read may inflate to many pieces
                 for chunk in self._read(reader, decoder.feed(piece)):
                     yield chunk
                 if reader.finished:
                     return
-            await asyncio.sleep(0)  # whatever the server's pace, the loop (a deadline, an abort) runs
+                await asyncio.sleep(0)  # at most one piece's work between two turns of the loop
         for chunk in [*self._read(reader, decoder.close()), *self.ended(reader)]:
             yield chunk
 

@@ -17,7 +17,6 @@ raises :class:`SseLimitError` as soon as the cap is passed (the decoder is spent
 from __future__ import annotations
 
 import codecs
-import re
 from dataclasses import dataclass
 
 from relavium_reference._model.errors import DependencyError
@@ -28,8 +27,6 @@ DEFAULT_MAX_LINE = 4 * 1024 * 1024
 """The longest line (in characters) a decoder keeps by default: 4 Mi."""
 DEFAULT_MAX_EVENT = 8 * 1024 * 1024
 """The most data (in characters, its lines joined) one event may carry by default: 8 Mi."""
-
-_END_OF_LINE = re.compile(r"[\r\n]")
 
 
 class SseLimitError(DependencyError):
@@ -81,28 +78,28 @@ class SseDecoder:
         if self._first and text:
             self._first = False
             text = text.removeprefix("\ufeff")
-        start = 0
         if self._after_cr and text:
             self._after_cr = False
-            start = 1 if text[0] == "\n" else 0
+            text = text.removeprefix("\n")  # the second half of a \r\n split across reads
+        if "\r" in text:
+            self._after_cr = text.endswith("\r")
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        rest = lines.pop()  # what follows the last line end: the start of an unfinished line
         events: list[SseEvent] = []
-        length = len(text)
-        while start < length:
-            found = _END_OF_LINE.search(text, start)
-            if found is None:
-                self._keep(text[start:])
-                break
-            end = found.start()
-            line = self._line(text[start:end])
-            start = end + 1
-            if text[end] == "\r":
-                if start == length:
-                    self._after_cr = True
-                elif text[start] == "\n":
-                    start += 1
-            event = self._field(line)
-            if event is not None:
-                events.append(event)
+        if lines:
+            lines[0] = self._line(lines[0])  # the unfinished line of the earlier reads ends here
+            if max(map(len, lines)) > self.max_line:
+                raise SseLimitError("line", self.max_line)
+            for line in lines:
+                if not line:
+                    event = self._dispatch()
+                    if event is not None:
+                        events.append(event)
+                elif line[0] != ":":
+                    self._field(line)
+        if rest:
+            self._keep(rest)
         return events
 
     def _keep(self, piece: str) -> None:
