@@ -127,6 +127,29 @@ def test_an_encoding_the_client_did_not_ask_for_is_a_transport_error() -> None:
     assert _error(asyncio.run(main())).kind is LlmErrorKind.TRANSPORT
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n",  # no HTTP at all
+        b"HTTP/1.1 200 OK\r\nx-endless: " + b"a" * (1 << 20),  # a header that never ends
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",  # a broken chunk size
+        b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc",  # closed before its length
+    ],
+    ids=["no-http", "endless-header", "broken-chunk", "short-body"],
+)
+def test_a_reply_that_is_no_valid_http_is_a_transport_error(reply: bytes) -> None:
+    async def handler(writer: asyncio.StreamWriter) -> None:
+        await send(writer, served, reply)
+
+    async def main() -> list[StreamChunk]:
+        nonlocal served
+        async with hostile(handler) as (base, served):
+            return await collect(provider(base).stream(REQUEST))
+
+    served: Any = None
+    assert _error(asyncio.run(main())).kind is LlmErrorKind.TRANSPORT
+
+
 @pytest.mark.parametrize("status", [301, 302, 307, 308, 204])
 def test_a_redirect_is_not_followed_and_is_a_transport_error(status: int) -> None:
     async def handler(writer: asyncio.StreamWriter) -> None:
