@@ -184,4 +184,17 @@ def resolve_adapter(
         except KeyError:
             raise KitUsageError(f"no broken implementation is named {bare[len('broken:') :]!r}") from None
         return InProcessAdapter(label, broken.factory())
-    raise KitUsageError(f"unknown adapter {name!r}: use {ADAPTER_NAMES_HELP}")
+    raise KitUsageError(f"unknown adapter {name!r}{_did_you_mean(bare)}: use {ADAPTER_NAMES_HELP}")
+
+
+def _did_you_mean(bare: str) -> str:
+    """`` (did you mean X?)`` for a mistyped adapter name or ``KIND:`` prefix, or nothing."""
+    import difflib  # (only a mistyped name needs it)
+
+    kinds = ("stdio:", "python:", "broken:")
+    head, colon, rest = bare.partition(":")
+    if colon:
+        close = difflib.get_close_matches(head + colon, kinds, n=1, cutoff=0.6)
+        return f" (did you mean {close[0]}{rest}?)" if close else ""
+    close = difflib.get_close_matches(bare, list(REFERENCE_ADAPTERS), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""

@@ -2,7 +2,7 @@
 
 * the **kit version** is the installed distribution's version (``0+checkout`` when the sources run
   without being installed);
-* the **corpus version** names the exact set of cases and clauses: the number of case files and a
+* the **corpus version** names the exact set of cases and clauses: the number of cases and a
   digest of every file under ``fixtures/`` (two kits with the same corpus version judge alike);
 * the **protocol version** is the stdio protocol's ``MAJOR.MINOR`` sent in ``hello`` (the newest the
   kit speaks; :data:`PROTOCOL_VERSIONS` lists every version it still serves, see ``docs/protocol.md``).
@@ -58,20 +58,18 @@ def kit_version() -> str:
 
 @functools.cache
 def corpus_version() -> str:
-    """``<n> cases, sha256:<12 hex>``: the count of case files and a digest of every fixture file
-    (paths and contents, in path order), so any edit of a case, script or clause changes it."""
+    """``<n> cases, sha256:<12 hex>``: the count of the corpus's cases (as ``run`` counts them: a vector
+    file may hold several) and a digest of every fixture file (paths and contents, in path order), so any
+    edit of a case, script or clause changes it."""
+    from relavium_conformance._corpus.index import corpus_index
     from relavium_conformance._data import fixtures_dir
 
     root = fixtures_dir()
     digest = hashlib.sha256()
-    cases = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith(("transcripts/", "vectors/")) and path.suffix in (".yaml", ".yml"):
-            cases += 1
-        digest.update(relative.encode("utf-8") + b"\0")
+        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    return f"{cases} case files, sha256:{digest.hexdigest()[:12]}"
+    return f"{len(corpus_index())} cases, sha256:{digest.hexdigest()[:12]}"
 
 
 def version_line() -> str:

@@ -66,8 +66,15 @@ def fuzz_command(args: argparse.Namespace) -> int:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    from relavium_conformance._corpus.generated import case_to_yaml
-    from relavium_conformance._run.fuzz import PROFILES, fuzz
+    try:
+        from relavium_conformance._corpus.generated import case_to_yaml
+        from relavium_conformance._run.fuzz import PROFILES, fuzz
+    except ModuleNotFoundError as exc:  # the 'strategies' extra is not installed
+        if exc.name != "hypothesis":
+            raise
+        raise KitUsageError(
+            "fuzz needs Hypothesis, which is not installed: pip install 'relavium-conformance[strategies]'"
+        ) from None
 
     examples = args.examples if args.examples is not None else PROFILES[args.profile]
     if examples < 1:

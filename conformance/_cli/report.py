@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from relavium_conformance._cli._common import check_readable_file, error_line, output_problems
+from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.html import write_badges, write_compliance_page
 from relavium_conformance._report.markdown import write_markdown
 from relavium_conformance._report.results import ExitCode, RunResult
@@ -37,30 +38,40 @@ def register(subparsers: Any) -> None:
 
 
 def _load(path: Path) -> RunResult:
+    problem = check_readable_file(path, "results")
+    if problem:
+        raise KitUsageError(problem)
     try:
         return read_json(path)
     except OSError as exc:
-        raise SystemExit(f"relavium-conformance: {path}: cannot read ({exc.strerror})") from None
-    except ValidationError as exc:
+        raise KitUsageError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise KitUsageError(f"{path}: not a results document (not UTF-8 at byte {exc.start})") from None
+    except ValidationError as exc:  # (JSON that does not parse, too)
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise SystemExit(
-            f"relavium-conformance: {path}: not a results document ({where}: {first['msg']})"
-        ) from None
+        raise KitUsageError(f"{path}: not a results document ({where}: {first['msg']})") from None
 
 
 def report_command(args: argparse.Namespace) -> int:
-    if not (args.html or args.badges or args.markdown):
-        print("relavium-conformance: report needs --html, --badges or --markdown", file=sys.stderr)
-        return int(ExitCode.USAGE)
     try:
-        runs = [_load(path) for path in args.results]
-    except SystemExit as exc:
-        print(exc.code, file=sys.stderr)
+        return _report(args)
+    except KitUsageError as exc:
+        error_line("report", str(exc))
         return int(ExitCode.USAGE)
+
+
+def _report(args: argparse.Namespace) -> int:
+    if not (args.html or args.badges or args.markdown):
+        raise KitUsageError("report needs --html, --badges or --markdown")
+    problems = output_problems(((args.html, "--html"), (args.markdown, "--markdown")))
+    if args.badges is not None and args.badges.exists() and not args.badges.is_dir():
+        problems.append(f"--badges {args.badges}: is a file, not a folder")
+    if problems:
+        raise KitUsageError("; ".join(problems))
+    runs = [_load(path) for path in args.results]
     if args.markdown and len(runs) != 1:
-        print("relavium-conformance: --markdown summarises one run: give one results file", file=sys.stderr)
-        return int(ExitCode.USAGE)
+        raise KitUsageError("--markdown summarises one run: give one results file")
     if args.html:
         write_compliance_page(runs, args.html)
         print(f"report: {len(runs)} run(s) -> {args.html}")

@@ -118,3 +118,18 @@ def test_a_run_in_which_nothing_could_run_exits_4_as_fuzz_and_interop_do(
     assert cli.main(["interop", "--adapter", port, "--adapter", "reference"]) == 4
     assert "exit 4: NOTHING TESTED" in capsys.readouterr().out
     assert cli.main(["fuzz", "--adapter", port, "--examples", "3"]) == 4
+
+
+@pytest.mark.parametrize("program", ["echo hello", "yes", "cat"])
+def test_a_program_that_does_not_speak_json_rpc_leaves_no_asyncio_noise(program: str) -> None:
+    """Exit 3 with the reason on the case, and nothing from asyncio's own logger on stderr."""
+    command = [sys.executable, "-m", "relavium_conformance", "run", "--adapter", f"stdio:{program}"]
+    done = subprocess.run(
+        [*command, "--select", "commands/*", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "never retrieved" not in done.stderr
+    assert "Traceback" not in done.stderr

@@ -80,6 +80,24 @@ def misuses(tmp: Path) -> list[tuple[str, list[str], str]]:
         ),
         ("misspelt-option", ["run", "--timout", "3"], "did you mean --timeout?"),
         ("misspelt-command", ["rnu"], "did you mean run?"),
+        (
+            "misspelt-adapter",
+            ["run", "--adapter", "refrence"],
+            "unknown adapter 'refrence' (did you mean reference?)",
+        ),
+        ("misspelt-adapter-kind", ["run", "--adapter", "stdo:./port"], "(did you mean stdio:./port?)"),
+        (
+            "report-missing-results",
+            ["report", str(tmp / "none.json"), "--html", str(tmp / "p.html")],
+            "none.json",
+        ),
+        (
+            "report-not-results",
+            ["report", str(latin), "--html", str(tmp / "p.html")],
+            "not a results document",
+        ),
+        ("report-no-output", ["report", str(latin)], "needs --html, --badges or --markdown"),
+        ("report-html-under-a-file", ["report", str(latin), "--html", str(latin / "p.html")], "is a file"),
         ("no-command", [], "COMMAND"),
         (
             "unknown-adapter",
@@ -174,7 +192,12 @@ def test_version_names_the_kit_the_corpus_and_the_protocol(capsys: pytest.Captur
     assert kit_version() in out
     assert corpus_version() in out
     assert f"protocol {PROTOCOL_VERSION}" in out
-    assert re.search(r"corpus \d+ case files, sha256:[0-9a-f]{12}", out)
+    assert re.search(r"corpus \d+ cases, sha256:[0-9a-f]{12}", out)
+    from relavium_conformance._corpus.index import corpus_index
+
+    listed = call(["run", "--list"], capsys)[1].splitlines()
+    assert f"corpus {len(listed)} cases," in out  # what a run counts (314 today), not the files
+    assert len(listed) == len(corpus_index())
 
 
 def test_every_sub_command_has_a_description_and_every_option_help(
@@ -220,3 +243,30 @@ def test_each_command_module_registers_the_command_named_for_it() -> None:
     assert names(build_parser()) == sorted(COMMAND_MODULES)
     for command in COMMAND_MODULES:
         assert names(build_parser(command)) == [command]
+
+
+def test_fuzz_without_hypothesis_says_what_to_install() -> None:
+    import subprocess
+
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "from relavium_conformance._cli import main\n"
+        "sys.exit(main(['fuzz', '--examples', '1']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert ONE_LINE.match(done.stderr), done.stderr
+    assert "pip install 'relavium-conformance[strategies]'" in done.stderr
+
+
+def test_report_writes_its_page_into_a_folder_not_made_yet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "r.json"
+    code, _out, err = call(["run", "--select", "commands/idle-after-command", "--json", str(results)], capsys)
+    assert code == 0, err
+    page = tmp_path / "site" / "conformance" / "index.html"
+    code, out, err = call(["report", str(results), "--html", str(page)], capsys)
+    assert code == 0, err
+    assert page.is_file()
+    assert f"-> {page}" in out
