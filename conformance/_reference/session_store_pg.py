@@ -57,10 +57,8 @@ def check_kit_dsn(timeout: float = 10.0) -> str:
     """The connection string, once one connection through it has succeeded."""
     try:
         from relavium_reference._host.session_store_postgres import check_connection
-    except ImportError as exc:  # psycopg is an extra: say which one
-        raise _errors()(
-            f"the PostgreSQL store needs psycopg ({exc}): pip install 'relavium-conformance[postgres]'"
-        ) from None
+    except ImportError as exc:  # a broken install: psycopg is one of the kit's dependencies
+        raise _errors()(f"the PostgreSQL store needs psycopg and psycopg-pool ({exc})") from None
     dsn = kit_dsn()
     try:
         check_connection(dsn, timeout)
@@ -106,8 +104,9 @@ async def sweep_kit_schemas(dsn: str, *, keep_existing: bool = True) -> list[str
     return dropped
 
 
-async def open_kit_store(location: str, clock: Callable[[], int]) -> Any:
-    """The reference PostgreSQL store for one kit location (``store.open``)."""
+async def open_kit_store(location: str, clock: Callable[[], int], *, store_class: Any = None) -> Any:
+    """The reference PostgreSQL store (or ``store_class``, a subclass: the selftest's broken ones) for
+    one kit location (``store.open``)."""
     import psycopg
 
     from relavium_reference._host.session_store_postgres import PostgresSessionStore
@@ -115,7 +114,7 @@ async def open_kit_store(location: str, clock: Callable[[], int]) -> Any:
     dsn = kit_dsn()
     await sweep_kit_schemas(dsn)
     schema = schema_for(location)
-    store = await PostgresSessionStore.open(dsn, schema, clock=clock)
+    store = await (store_class or PostgresSessionStore).open(dsn, schema, clock=clock)
     mark = json.dumps({"host": _host(), "location": os.path.realpath(location)})
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f'COMMENT ON SCHEMA "{schema}" IS {_literal(mark)}')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 
 import pytest
@@ -75,7 +76,8 @@ def test_every_broken_store_is_caught_and_every_store_clause_is_proven() -> None
     report = asyncio.run(run_store_selftest())
     missed = [v.name for v in report.broken if not v.caught]
     assert not missed
-    assert len(report.broken) == len(BROKEN_STORES)
+    runnable = [b for b in BROKEN_STORES if b.kind != "pg" or os.environ.get("RELAVIUM_PG_DSN", "").strip()]
+    assert len(report.broken) == len(runnable)  # the PostgreSQL breaks need a server
     proven = set(report.proofs())
     wanted = {
         c.id

@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._selftest.stores.registry import store_break_of
-from relavium_reference._host.session_store_live import INHERIT, Inherit
+from relavium_reference._host.session_store_live import INHERIT, Inherit, iso_of_ms, mint_id
+from relavium_reference._host.session_store_postgres import PostgresSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
 from relavium_reference._model.session_store_shapes import StoreSummary
 
@@ -105,3 +106,38 @@ class ForkedFromWrong(SqliteSessionStore):
 class ForkedFromEverywhere(SqliteSessionStore):
     async def list_sessions(self) -> list[StoreSummary]:
         return [replace(r, forked_from=r.forked_from or "root") for r in await super().list_sessions()]
+
+
+@store_break_of(
+    name="pg-fork-not-transactional",
+    summary="the PostgreSQL store's fork commits the new row first, then copies the entries one "
+    "statement at a time, then the ownership row: a replica killed mid-fork leaves a partial copy",
+    clauses=("SS-FORK-004", "SS-FORK-009"),
+    kind="pg",
+)
+class PgForkNotTransactional(PostgresSessionStore):
+    async def fork(self, source_id: str, owner: str | Inherit | None = INHERIT) -> str | None:
+        if await self._one("SELECT 1 AS found FROM {s}.store_sessions WHERE id = %s", (source_id,)) is None:
+            return None
+        new_id = mint_id()
+        now = self._clock()
+        await self._exec(
+            "INSERT INTO {s}.store_sessions (id, created_at, forked_from, last_active_at)"
+            " VALUES (%s, %s, %s, %s)",
+            (new_id, iso_of_ms(now), source_id, now),
+        )
+        rows = await self._all(
+            "SELECT seq, entry FROM {s}.store_entries WHERE session_id = %s ORDER BY seq", (source_id,)
+        )
+        for row in rows:
+            await self._exec(
+                "INSERT INTO {s}.store_entries (session_id, seq, entry) VALUES (%s, %s, %s)",
+                (new_id, row["seq"], row["entry"]),
+            )
+        source = await self._one("SELECT owner FROM {s}.store_owners WHERE session_id = %s", (source_id,))
+        if isinstance(owner, str) or source is not None:
+            chosen = owner if isinstance(owner, str) else source["owner"] if source else None
+            await self._exec(
+                "INSERT INTO {s}.store_owners (session_id, owner) VALUES (%s, %s)", (new_id, chosen)
+            )
+        return new_id

@@ -3,23 +3,33 @@
 A broken store is **caught** when at least one store case citing one of its clauses fails or errors
 against it, while the reference store of the same kind passes every one of those cases.  The verdicts
 share ``BrokenVerdict`` with the session profile, so ``proofs()`` feeds ``proven_by`` the same way.
+
+The PostgreSQL breaks run (in-process, their replicas as processes of ``stores/serve.py``) only where
+``RELAVIUM_PG_DSN`` names a server; elsewhere they are left out and the progress says so.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from relavium_conformance._reference.session_store_impl import ReferenceStoreImplementation, StoreKind
+from relavium_conformance._reference.session_store_pg import DSN_VARIABLE
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._selftest.stores import BROKEN_STORES, BrokenStore
+from relavium_conformance._selftest.stores.serve import serve_command
 from relavium_conformance._selftest.verdicts import BrokenVerdict
 from relavium_conformance._store.cases import AnyStoreCase, load_store_cases
 from relavium_conformance._store.runner import run_store_cases
-from relavium_conformance._wire.adapters import Adapter, InProcessAdapter
+from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter
 
 __all__ = ["StoreSelftestReport", "check_broken_store", "run_store_selftest"]
+
+PG_STDIO_SERVER = (sys.executable, "-m", "relavium_conformance", "stdio-server", "--store", "pg")
+"""The PostgreSQL reference's replicas (what ``reference-pg-stdio`` runs)."""
 
 
 @dataclass
@@ -46,6 +56,20 @@ def _factory(name: str, make: Callable[[], ReferenceStoreImplementation]) -> Cal
     return factory
 
 
+def _replicas(name: str, command: list[str]) -> Callable[[], Adapter]:
+    """Processes of one store for the replica cases (the PostgreSQL kind: reference and broken)."""
+
+    def factory() -> Adapter:
+        return StdioAdapter(name, command)
+
+    return factory
+
+
+def _pg_ready() -> bool:
+    """The PostgreSQL breaks need a server: without ``RELAVIUM_PG_DSN`` they are left out, saying so."""
+    return bool(os.environ.get(DSN_VARIABLE, "").strip())
+
+
 def _citing(cases: Sequence[AnyStoreCase], clauses: Sequence[str]) -> tuple[AnyStoreCase, ...]:
     wanted = set(clauses)
     return tuple(c for c in cases if wanted & set(c.clauses))
@@ -58,8 +82,14 @@ async def check_broken_store(
     failed: tuple[str, ...] = ()
     proven: set[str] = set()
     if citing:
+        replicas = (
+            _replicas(f"broken:{broken.name}", serve_command(broken.name)) if broken.kind == "pg" else None
+        )
         run, _hello = await run_store_cases(
-            _factory(f"broken:{broken.name}", broken.implementation), citing, timeout=timeout
+            _factory(f"broken:{broken.name}", broken.implementation),
+            citing,
+            timeout=timeout,
+            replicas=replicas,
         )
         failures = [c for c in run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
         failed = tuple(c.id for c in failures)
@@ -91,8 +121,21 @@ async def run_store_selftest(
         make = functools.partial(ReferenceStoreImplementation, kind)
         run, _hello = await run_store_cases(_factory(f"reference-{kind}", make), cases, timeout=timeout)
         references[kind] = run
+    breaks = [b for b in BROKEN_STORES if b.kind != "pg" or _pg_ready()]
+    pg_clauses = {clause for b in breaks if b.kind == "pg" for clause in b.clauses}
+    if pg_clauses:  # the PostgreSQL reference, on the cases its breaks are judged by
+        make = functools.partial(ReferenceStoreImplementation, "pg")
+        run, _hello = await run_store_cases(
+            _factory("reference-pg", make),
+            _citing(cases, sorted(pg_clauses)),
+            timeout=timeout,
+            replicas=_replicas("reference-pg", [*PG_STDIO_SERVER]),
+        )
+        references["pg"] = run
     report = StoreSelftestReport()
-    for broken in BROKEN_STORES:
+    if on_progress and len(breaks) < len(BROKEN_STORES):
+        on_progress(f"skipped  the PostgreSQL store breaks: {DSN_VARIABLE} is not set")
+    for broken in breaks:
         verdict = await check_broken_store(broken, cases, references, timeout)
         report.broken.append(verdict)
         if on_progress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from relavium_conformance._selftest.stores.registry import store_break_of
+from relavium_reference._host.session_store_postgres import PostgresSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
 from relavium_reference._model.session_store_shapes import Unknown
 
@@ -83,3 +84,25 @@ class OwnershipDroppedWithView(SqliteSessionStore):
         await super().forget(session_id)
         with self._write() as db:
             db.execute("DELETE FROM store_owners WHERE session_id = ?", (session_id,))
+
+
+@store_break_of(
+    name="pg-register-read-then-write",
+    summary="the PostgreSQL store's register reads the ownership row, then writes one: a racing "
+    "replica's owner is overwritten after it read itself back",
+    clauses=("SS-REG-004", "SS-REG-003"),
+    kind="pg",
+)
+class PgRegisterReadThenWrite(PostgresSessionStore):
+    async def claim(self, session_id: str, owner: object) -> str | None:
+        if owner is not None and not isinstance(owner, str):
+            return await super().claim(session_id, owner)
+        found = await self._one("SELECT owner FROM {s}.store_owners WHERE session_id = %s", (session_id,))
+        if found is None:  # nobody yet, as far as this read knows
+            await self._exec(
+                "INSERT INTO {s}.store_owners (session_id, owner) VALUES (%s, %s)"
+                " ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner",
+                (session_id, owner),
+            )
+        winner = await self._one("SELECT owner FROM {s}.store_owners WHERE session_id = %s", (session_id,))
+        return None if winner is None else winner["owner"]

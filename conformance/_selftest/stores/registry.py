@@ -49,6 +49,13 @@ class BrokenStore:
                     where = tempfile.mkdtemp(prefix="broken-") if self.per_instance_storage else location
                     return cls.open(where, clock=clock)
 
+            elif self.kind == "pg":
+
+                def opener(location: str, clock: Callable[[], int]) -> Any:
+                    from relavium_conformance._reference.session_store_pg import open_kit_store
+
+                    return open_kit_store(location, clock, store_class=cls)
+
             else:
 
                 def opener(location: str, clock: Callable[[], int]) -> Any:
