@@ -14,7 +14,8 @@ Determinism (the same input gives byte-identical text) is checked by the caller,
 Every read of a text here is a pure function of the text, and the same texts come back case after case
 (the reference's text is the vector's ``expected_yaml``; a selftest runs each vector against the
 reference, the compliant alternatives and the broken implementations): so the reads are remembered by
-text (:func:`read_yaml_text`, :func:`workflow_refusal`, :func:`text_property_differences`), a few
+text (:func:`read_yaml_text`, :func:`has_aliases`, :func:`text_property_differences`; the strict
+workflow reading built on them is ``workflow.py``'s), a few
 hundred at a time; the data and the text properties come from one scan of the text.  What they
 return is shared: callers only read it.
 """
@@ -34,9 +35,9 @@ from relavium_conformance._report.results import Difference
 __all__ = [
     "YAML11_LOOKALIKE",
     "expands_too_far",
+    "has_aliases",
     "read_yaml_text",
     "text_property_differences",
-    "workflow_refusal",
 ]
 
 _REMEMBERED = 256  # distinct texts kept per read (the export vectors make a few dozen)
@@ -184,20 +185,9 @@ def read_yaml_text(text: str) -> Any:
     return data
 
 
-@lru_cache(maxsize=_REMEMBERED)
-def workflow_refusal(text: str) -> str | None:
-    """Why the engine's strict workflow reader refuses ``text`` (None: it accepts it), remembered.
-
-    The reader (and the engine's workflow models behind it) is imported at the first question: a run
-    with no export case does not pay for it, and under ``-j`` each worker imports it beside the others."""
-    from relavium_reference import InvalidInputError
-    from relavium_reference.export import parse_workflow
-
-    try:
-        parse_workflow(text)
-    except InvalidInputError as exc:
-        return str(exc)
-    return None
+def has_aliases(text: str) -> bool:
+    """Whether ``text`` (a readable document) reaches a node twice, which only an alias does."""
+    return _read(text)[2] == _ALIASED
 
 
 def text_property_differences(text: str, path: str) -> list[Difference]:

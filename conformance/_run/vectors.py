@@ -56,9 +56,9 @@ from relavium_conformance._judge.export_text import (
     expands_too_far,
     read_yaml_text,
     text_property_differences,
-    workflow_refusal,
 )
 from relavium_conformance._judge.matching import jsonable, match, text_difference
+from relavium_conformance._judge.workflow import workflow_refusal
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._wire.messages import (
     ExportWorkflowResult,
