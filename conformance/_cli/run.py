@@ -30,7 +30,7 @@ from relavium_conformance._report.exit_status import ExitCode
 if TYPE_CHECKING:
     from relavium_conformance._corpus.cases import AnyCase
 
-__all__ = ["register", "run_command"]
+__all__ = ["register", "run_command", "select_or_refuse"]
 
 S = TypeVar("S", bound=Selectable)
 
@@ -113,7 +113,8 @@ def register(subparsers: Any) -> None:
         "--profile",
         choices=("agent-session", "session-store"),
         default="agent-session",
-        help="which contract to judge: the agent session spec (default) or the session-store contract",
+        help="which contract to judge: the agent session spec (default) or the session-store contract "
+        "(which refuses --cases, -j, --require-capability and --require-all)",
     )
     parser.add_argument(
         "--require-capability",
@@ -186,7 +187,7 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _select(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tuple[S, ...]:
+def select_or_refuse(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tuple[S, ...]:
     """The selected cases; a ``--select`` pattern that matches no case is a usage error (a mistyped
     pattern beside a good one would otherwise quietly test less), naming the closest case or area."""
     unmatched = [pattern for pattern in args.select if not select_cases(all_cases, [pattern])]
@@ -218,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     from relavium_conformance._corpus.selection import gather_cases
 
     all_cases: tuple[AnyCase, ...] = gather_cases(args.cases)
-    cases = exclude_cases(_select(args, all_cases), args.exclude)
+    cases = exclude_cases(select_or_refuse(args, all_cases), args.exclude)
     if not cases:
         error_line("run", "no case matches the selection")
         return int(ExitCode.NO_CASES)
@@ -236,7 +237,7 @@ def _list(args: argparse.Namespace) -> int:
         everything = tuple(entry_of(case) for case in gather_cases(args.cases))
     else:
         everything = corpus_index()
-    entries: tuple[CaseEntry, ...] = exclude_cases(_select(args, everything), args.exclude)
+    entries: tuple[CaseEntry, ...] = exclude_cases(select_or_refuse(args, everything), args.exclude)
     for entry in entries:
         print(f"{entry.id}  [{', '.join(entry.clauses)}]")
     if not entries:

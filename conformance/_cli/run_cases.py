@@ -41,7 +41,7 @@ from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cas
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 
-__all__ = ["execute", "refusing_other_implementations"]
+__all__ = ["execute", "open_trace", "refusing_other_implementations"]
 
 A = TypeVar("A", bound=Adapter)
 
@@ -77,7 +77,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
 
         validator = ProtocolValidator()
     with contextlib.ExitStack() as stack:
-        trace = Trace(stack.enter_context(_open_trace(args.trace))) if args.trace else None
+        trace = Trace(stack.enter_context(open_trace(args.trace))) if args.trace else None
         # the tracer sees each stdio message first; the validator (which may refuse it) after it
         adapter = refusing_other_implementations(
             resolve_adapter(args.adapter, validate=chain_observers(trace, validator), timeout=args.timeout),
@@ -159,7 +159,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
 
 
 @contextlib.contextmanager
-def _open_trace(path: Path) -> Iterator[TextIO]:
+def open_trace(path: Path) -> Iterator[TextIO]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         stream = path.open("w", encoding="utf-8")

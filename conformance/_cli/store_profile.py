@@ -1,57 +1,112 @@
 """``relavium-conformance run --profile session-store``: the store cases against one implementation.
 
-The same options as the session profile (adapter, selection, reports, baseline, ``--with-proofs``);
-the adapter is resolved once per connection, since a store case may open several (and restart them).
+The options of the session profile that apply here are honoured: the adapter, ``--select`` and
+``--exclude``, the reports (``--json``, ``--junit``, ``--markdown``, ``--github-summary``), the baseline,
+``--with-proofs``, ``--validate-protocol``, ``--trace``, ``-v``, ``--color``, ``-x`` and ``--maxfail``.
+Those that do not apply are refused by name before anything runs (:data:`NOT_FOR_STORES`).  The adapter is
+resolved once per connection, since a store case may open several (and restart them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 
-from relavium_conformance._cli.run_cases import refusing_other_implementations
+from relavium_conformance._cli._common import error_line
+from relavium_conformance._cli.run_cases import open_trace, refusing_other_implementations
 from relavium_conformance._connect import replica_factory, resolve_adapter
-from relavium_conformance._corpus.index import select_cases
+from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.baseline import compare, write_baseline
 from relavium_conformance._report.results import ExitCode, exit_code
-from relavium_conformance._report.writers import TerminalReporter, write_json, write_junit, write_markdown
+from relavium_conformance._report.writers import (
+    TerminalReporter,
+    write_github_summary,
+    write_json,
+    write_junit,
+    write_markdown,
+)
 from relavium_conformance._store.cases import load_store_cases
 from relavium_conformance._store.runner import run_store_cases
-from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.adapters import Adapter, StdioAdapter
+from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
 from relavium_conformance._wire.validation import ProtocolValidator
 
-__all__ = ["run_store_profile"]
+__all__ = ["NOT_FOR_STORES", "run_store_profile", "store_misuses"]
+
+NOT_FOR_STORES: dict[str, str] = {
+    "cases": "--cases (a port's own golden transcripts belong to the agent-session profile)",
+    "jobs": "-j/--jobs (the store cases share one store: they run in one process)",
+    "require_capability": "--require-capability (the catalogue's capabilities are the session profile's)",
+    "require_all": "--require-all (the catalogue's capabilities are the session profile's)",
+}
+"""``run`` options the store profile refuses, by the name of their ``argparse`` destination."""
+
+
+def store_misuses(args: argparse.Namespace) -> list[str]:
+    """The options given that the store profile cannot honour, each named with why."""
+    given = {
+        "cases": bool(args.cases),
+        "jobs": args.jobs > 1,
+        "require_capability": bool(args.require_capability),
+        "require_all": args.require_all,
+    }
+    return [
+        f"--profile session-store does not take {NOT_FOR_STORES[name]}"
+        for name, used in given.items()
+        if used
+    ]
 
 
 def run_store_profile(args: argparse.Namespace) -> int:
+    from relavium_conformance._cli.run import select_or_refuse
+    from relavium_conformance._corpus.index import exclude_cases
+
+    problems = store_misuses(args)
+    if problems:
+        raise KitUsageError("; ".join(problems))
     all_cases = load_store_cases()
-    cases = select_cases(all_cases, args.select)
+    cases = exclude_cases(select_or_refuse(args, all_cases), args.exclude)
     if args.list:
         for case in cases:
             print(f"{case.id}  [{', '.join(case.clauses)}]")
-        return 0
-    if not cases:
-        print("relavium-conformance: no case matches the selection", file=sys.stderr)
+        return 0 if cases else int(ExitCode.NO_CASES)
+    if not cases:  # (every pattern matched: --exclude took them all)
+        error_line("run", "no case matches the selection")
         return int(ExitCode.NO_CASES)
     baseline = args.loaded_baseline
     validator = ProtocolValidator() if args.validate_protocol else None
+    with contextlib.ExitStack() as stack:
+        trace = Trace(stack.enter_context(open_trace(args.trace))) if args.trace else None
+        observe = chain_observers(trace, validator)
 
-    def factory() -> Adapter:
-        adapter = resolve_adapter(args.adapter, validate=validator, timeout=args.timeout)
-        return refusing_other_implementations(adapter, baseline, str(args.baseline))
+        def factory() -> Adapter:
+            adapter = resolve_adapter(args.adapter, validate=observe, timeout=args.timeout)
+            if trace is not None and not isinstance(adapter, StdioAdapter):
+                adapter = TracingAdapter(adapter, trace)
+            return refusing_other_implementations(adapter, baseline, str(args.baseline))
 
-    reporter = TerminalReporter(sys.stdout)
-    run, _hello = asyncio.run(
-        run_store_cases(
-            factory,
-            cases,
-            timeout=args.timeout,
-            replicas=replica_factory(args.adapter, validate=validator, timeout=args.timeout),
-            on_case_start=reporter.on_case_start,
-            on_case_end=reporter.on_case_end,
+        reporter = TerminalReporter(
+            sys.stdout, colour=args.color, verbose=args.verbose, titles={c.id: c.title for c in cases}
         )
-    )
+
+        def on_case_start(case_id: str) -> None:
+            if trace is not None:
+                trace.case = case_id
+            reporter.on_case_start(case_id)
+
+        run, _hello = asyncio.run(
+            run_store_cases(
+                factory,
+                cases,
+                timeout=args.timeout,
+                replicas=replica_factory(args.adapter, validate=observe, timeout=args.timeout),
+                on_case_start=on_case_start,
+                on_case_end=reporter.on_case_end,
+                maxfail=1 if args.exitfirst else args.maxfail,
+            )
+        )
     if args.with_proofs:
         from relavium_conformance._selftest.stores.proofs import run_store_selftest
 
@@ -60,15 +115,20 @@ def run_store_profile(args: argparse.Namespace) -> int:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
+    full = str(args.json) if args.json else None
     if args.json:
         write_json(run, args.json)
     if args.junit:
         write_junit(run, args.junit)
     if args.markdown:
-        write_markdown(run, args.markdown)
+        write_markdown(run, args.markdown, full_results=full)
+    if args.github_summary:
+        write_github_summary(run, full_results=full)
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)
     reporter.summary(run)
     if validator is not None:
         print(f"protocol: {validator.checked} messages validated")
+    if trace is not None:
+        print(f"trace: {trace.count} messages written to {args.trace}")
     return int(exit_code(run))

@@ -35,6 +35,7 @@ async def run_store_cases(
     replicas: AdapterFactory | None = None,
     on_case_start: Callable[[str], None] | None = None,
     on_case_end: Callable[[CaseResult], None] | None = None,
+    maxfail: int | None = None,
 ) -> tuple[RunResult, HelloResult | None]:
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
@@ -66,6 +67,8 @@ async def run_store_cases(
         results.append(result)
         if on_case_end:
             on_case_end(result)
+        if maxfail is not None and sum(r.is_failure for r in results) >= maxfail:
+            break  # (run -x, --maxfail N: the rest are not run)
     await pool.drop()
     implementation = ImplementationInfo(
         name=hello.implementation.name if hello else "unknown",

@@ -107,3 +107,39 @@ def test_data_path_names_the_folders(capsys: pytest.CaptureFixture[str]) -> None
     assert Path(paths["examples"], "echo-adapter.mjs").is_file()
     assert main(["data-path", "schemas"]) == 0
     assert Path(capsys.readouterr().out.strip(), "transcript.schema.json").is_file()
+
+
+def test_the_store_profile_honours_verbose_trace_exclude_and_stopping_early(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t" / "store.jsonl"
+    select = ["--profile", "session-store", "--select", "store/acquire-*"]
+    code = main(["run", *select, "-v", "--trace", str(trace), "--exclude", "store/acquire-concurrent-*"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "START store/acquire-create-and-return" in out  # -v: a line as each case starts
+    assert "PASSED store/acquire-create-and-return" in out
+    assert "store/acquire-concurrent-one-session" not in out  # --exclude
+    lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert "store/acquire-create-and-return" in {line["case"] for line in lines}
+    assert f"trace: {len(lines)} messages written to {trace}" in out
+    # an implementation that never starts errs every case: -x and --maxfail stop after the first ones
+    for stop, ran in ((["-x"], 1), (["--maxfail", "2"], 2)):
+        code, document = _run(*select, "--adapter", "stdio:false", *stop, tmp_path=tmp_path)
+        assert code == 3
+        assert len(document["cases"]) == ran  # type: ignore[arg-type]
+
+
+def test_the_store_profile_refuses_the_options_it_cannot_honour_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for option, named in (
+        (["--cases", str(tmp_path)], "--cases"),
+        (["-j", "2"], "-j/--jobs"),
+        (["--require-capability", "core"], "--require-capability"),
+        (["--require-all"], "--require-all"),
+    ):
+        code = main(["run", "--profile", "session-store", *option])
+        err = capsys.readouterr().err
+        assert code == 2, option
+        assert f"--profile session-store does not take {named} (" in err
