@@ -1170,7 +1170,7 @@ def test_whatever_breaks_the_reader_breaks_the_peer_with_a_reason() -> None:
         def receive(line: bytes) -> None:
             raise LookupError("a defect")
 
-        peer._receive = receive  # type: ignore[method-assign]
+        peer._receive = receive  # type: ignore[method-assign,assignment]
         pending = asyncio.ensure_future(peer.request("m"))
         await raw.message()
         await raw.send_json({"jsonrpc": "2.0", "id": 1, "result": {}})
