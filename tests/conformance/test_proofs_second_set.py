@@ -13,8 +13,9 @@ import pytest
 
 from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._selftest.breaks import broken_by_name
+from relavium_conformance._selftest.breaks import BrokenImplementation, broken_by_name
 from relavium_conformance._selftest.proofs import _statuses, check_broken
+from relavium_conformance._selftest.verdicts import BrokenVerdict
 from relavium_conformance._wire.adapters import InProcessAdapter
 
 SECOND_SET = tuple(
@@ -109,10 +110,10 @@ def test_each_break_names_one_rule_and_few_clauses() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("broken", SECOND_SET, ids=lambda b: b.name)
-def test_broken_is_caught_in_process_and_over_stdio(broken) -> None:  # type: ignore[no-untyped-def]
+def test_broken_is_caught_in_process_and_over_stdio(broken: BrokenImplementation) -> None:
     cases = [c for c in load_cases() if set(broken.clauses) & set(c.clauses)]
 
-    async def verdict():  # type: ignore[no-untyped-def]
+    async def verdict() -> BrokenVerdict:
         reference = await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, 10.0)
         return await check_broken(broken, cases, reference, 10.0, stdio=True)
 
