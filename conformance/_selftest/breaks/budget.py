@@ -1,4 +1,6 @@
-"""Breaks of the financial request inputs (clauses AS-FIN-*): what is admitted against the budget."""
+"""Breaks of the financial request inputs (clauses AS-FIN-*): which requests ask for admission and the
+estimates admission is given.
+"""
 
 from __future__ import annotations
 

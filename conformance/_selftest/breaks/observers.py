@@ -1,5 +1,5 @@
-"""Breaks of the observer and host-sink rules (clauses AS-OBS-*): what a failing sink does to the
-turn, and which callbacks see which moments.
+"""Breaks of failure origins and cancellation (clauses AS-OBS-*): what a failing host observer, sink or
+commit flush does to a turn or a compaction, and where a cancel is rechecked.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Breaks of the tools, secrets and security scope (clauses AS-SEC-*)."""
+"""Breaks of the tools, secrets and security scope (clauses AS-SEC-*): the context variables, the tools
+advertised and the tools that need an approval.
+"""
 
 from __future__ import annotations
 

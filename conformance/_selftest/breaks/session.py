@@ -1,5 +1,5 @@
-"""Breaks of what a session is (clauses AS-SESS-*): one reference engine serving a reseated or resumed
-session on the wrong model, provider or transport.
+"""Breaks of what a session is (clauses AS-SESS-*): one user message, one turn; one model and its
+chain per instance, kept across requests and rebuilt at a reseat; the provider seam's data.
 """
 
 from __future__ import annotations
