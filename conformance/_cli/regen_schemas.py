@@ -1,8 +1,8 @@
-"""``relavium-conformance regen-schemas``: the one writer of the generated schemas and method table.
+"""``relavium-conformance regen-schemas``: the one writer of the files generated from the models.
 
-Four generators feed it: the engine's boundary models and its workflow document
-(``schemas/*.schema.json``, through :mod:`relavium_conformance._reference.engine_schemas`), the kit's
-case format (``schemas/transcript.schema.json``), and the protocol's method table
+Its sources: the engine's boundary models and its workflow document (``schemas/*.schema.json``) and its
+lifecycle table (``docs/lifecycle.md``), both through :mod:`relavium_conformance._reference.engine_schemas`;
+the kit's case format (``schemas/transcript.schema.json``); and the protocol's method table
 (``schemas/protocol/methods/*.schema.json`` and the table of ``docs/protocol.md``).  ``--check`` writes
 nothing and exits 1 when a committed file differs from what its model generates, or when a method
 schema no longer has a method.  It works on a checkout: ``--root`` names one (by default the checkout
@@ -34,7 +34,7 @@ def _render(schema: dict[str, Any]) -> str:
 def generated_texts(root: Path) -> dict[Path, str]:
     """Path (relative to the checkout ``root``) -> the text its generator writes today."""
     from relavium_conformance._corpus.cases import transcript_schema
-    from relavium_conformance._reference.engine_schemas import engine_schema_texts
+    from relavium_conformance._reference.engine_schemas import engine_schema_texts, lifecycle_page
     from relavium_conformance._wire.protocol import protocol_schemas, with_method_table
 
     texts = {Path("schemas", name): text for name, text in engine_schema_texts().items()}
@@ -42,6 +42,7 @@ def generated_texts(root: Path) -> dict[Path, str]:
     texts |= {Path("schemas", name): _render(schema) for name, schema in protocol_schemas().items()}
     page = (root / _PROTOCOL_PAGE).read_text(encoding="utf-8")
     texts[_PROTOCOL_PAGE] = with_method_table(page)
+    texts[Path("docs", "lifecycle.md")] = lifecycle_page()
     return texts
 
 
@@ -97,13 +98,13 @@ def _main(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "regen-schemas",
-        help="rewrite the generated JSON Schemas and the protocol's method table",
+        help="rewrite the generated JSON Schemas, the method table and the lifecycle table",
         description=(
             "Write every generated file of a checkout from its models: the engine's schemas and the "
             "workflow schema, the case format's schema, one schema per protocol method (a method schema "
-            "of no method is removed) and the method table of docs/protocol.md. The only writer of "
-            "those files. With --check, write nothing: exit 0 when every file is up to date, 1 when "
-            "one is not."
+            "of no method is removed), the method table of docs/protocol.md and docs/lifecycle.md. "
+            "The only writer of those files. With --check, write nothing: exit 0 when every file is up "
+            "to date, 1 when one is not."
         ),
     )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is stale")

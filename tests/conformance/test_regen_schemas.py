@@ -20,10 +20,11 @@ def test_the_committed_generated_files_are_up_to_date(capsys: pytest.CaptureFixt
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A copy of the checkout's generated files: ``schemas/`` and ``docs/protocol.md``."""
+    """A copy of the checkout's generated files: ``schemas/`` and two pages of ``docs/``."""
     shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
     (tmp_path / "docs").mkdir()
-    shutil.copy(ROOT / "docs" / "protocol.md", tmp_path / "docs" / "protocol.md")
+    for page in ("protocol.md", "lifecycle.md"):
+        shutil.copy(ROOT / "docs" / page, tmp_path / "docs" / page)
     return tmp_path
 
 
@@ -33,25 +34,27 @@ def test_check_names_each_planted_change_and_a_run_repairs_it(
     engine = checkout / "schemas" / "turn-result.schema.json"
     method = next((checkout / "schemas" / "protocol" / "methods").glob("*.schema.json"))
     page = checkout / "docs" / "protocol.md"
-    originals = {path: path.read_text(encoding="utf-8") for path in (engine, method, page)}
+    lifecycle = checkout / "docs" / "lifecycle.md"
+    originals = {path: path.read_text(encoding="utf-8") for path in (engine, method, page, lifecycle)}
     engine.write_text(originals[engine].replace('"type"', '"typ"', 1), encoding="utf-8")
     method.unlink()
     table = "<!-- method-table -->\n"
     page.write_text(originals[page].replace(table, f"{table}| `session.gone` |\n", 1), encoding="utf-8")
+    lifecycle.write_text(originals[lifecycle] + "\nedited by hand\n", encoding="utf-8")
     orphan = checkout / "schemas" / "protocol" / "methods" / "session.gone.schema.json"
     orphan.write_text("{}\n", encoding="utf-8")
 
     assert main(["regen-schemas", "--check", "--root", str(checkout)]) == 1
     out = capsys.readouterr().out
-    for path in (engine, method, page):
+    for path in (engine, method, page, lifecycle):
         assert f"stale    {path.relative_to(checkout).as_posix()}" in out
     assert "orphan   schemas/protocol/methods/session.gone.schema.json" in out
-    assert "3 stale, 1 orphaned" in out
+    assert "4 stale, 1 orphaned" in out
     assert orphan.is_file()  # --check writes nothing
     assert engine.read_text(encoding="utf-8") != originals[engine]
 
     assert main(["regen-schemas", "--root", str(checkout)]) == 0
-    assert "3 written, 1 removed" in capsys.readouterr().out
+    assert "4 written, 1 removed" in capsys.readouterr().out
     assert {path: path.read_text(encoding="utf-8") for path in originals} == originals
     assert not orphan.exists()
     assert main(["regen-schemas", "--check", "--root", str(checkout)]) == 0
