@@ -8,6 +8,7 @@ the kit sent it batch lines anyway and the abort-and-cancel races errored on the
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from relavium_conformance._data import schemas_dir
 from relavium_conformance._version import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from relavium_conformance._wire.jsonrpc import ProtocolMismatch
 from relavium_conformance._wire.process import SubprocessConnection
@@ -139,3 +141,39 @@ def test_version_names_the_protocol_and_the_older_one_served() -> None:
         [sys.executable, "-m", "relavium_conformance", "--version"], capture_output=True, text=True
     )
     assert f"protocol {PROTOCOL_VERSION}, also serves 1.0" in done.stdout
+
+
+#: The message shapes of the newest protocol version: a digest of ``schemas/protocol/`` without its
+#: prose (titles, descriptions).  A change to a message's shape must bump ``PROTOCOL_VERSION`` (and add
+#: a changelog row to docs/protocol.md, and to ``PROTOCOL_VERSIONS`` when the kit still serves the old
+#: one); then record the new digest here, under the new version.
+SHAPES = {"1.1": "sha256:ac8d1e44cd726fe3"}
+
+_PROSE = frozenset({"title", "description", "$comment"})
+
+
+def _without_prose(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_prose(item) for key, item in value.items() if key not in _PROSE}
+    if isinstance(value, list):
+        return [_without_prose(item) for item in value]
+    return value
+
+
+def protocol_shapes_digest() -> str:
+    root = Path(schemas_dir()) / "protocol"
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.json")):
+        shape = _without_prose(json.loads(path.read_text(encoding="utf-8")))
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(json.dumps(shape, sort_keys=True, separators=(",", ":")).encode() + b"\0")
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def test_a_change_of_message_shape_bumps_the_protocol_version() -> None:
+    assert PROTOCOL_VERSION in SHAPES, f"record the shapes of protocol {PROTOCOL_VERSION} in SHAPES"
+    assert protocol_shapes_digest() == SHAPES[PROTOCOL_VERSION], (
+        "the protocol's message shapes changed under the same version: bump PROTOCOL_VERSION "
+        "(conformance/_version.py), add a changelog row in docs/protocol.md, serve or refuse the old "
+        "version, then record the new digest in SHAPES"
+    )
