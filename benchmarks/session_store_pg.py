@@ -31,7 +31,6 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -181,7 +180,7 @@ def replicas_ops(dsn: str, schema: str, operation: str, count: int, tag: str, re
     for worker in workers:
         worker.join()
     # perf_counter is CLOCK_MONOTONIC on Linux: comparable across the processes of one machine
-    return max(end for _, end in spans) - min(start for start, _ in spans)
+    return float(max(end for _, end in spans) - min(start for start, _ in spans))
 
 
 # --- the run -----------------------------------------------------------------------------------------------
@@ -192,6 +191,19 @@ async def _prepare(dsn: str, schema: str) -> None:
     await store.dispose()
 
 
+WAYS = ("floor", "store", "2 replicas", "4 replicas")
+
+
+def _seconds(way: str, dsn: str, schema: str, op: str, ops: int, tag: str) -> float:
+    """Wall seconds ``way`` takes for ``ops`` operations (the replicas: for ``ops`` of all of theirs)."""
+    if way == "floor":
+        return asyncio.run(floor_ops(dsn, schema, op, ops, f"{tag}f"))
+    if way == "store":
+        return asyncio.run(store_ops(dsn, schema, op, ops, f"{tag}s"))
+    count = int(way.split()[0])
+    return replicas_ops(dsn, schema, op, ops, f"{tag}r{count}", count) / count
+
+
 def measure(dsn: str, ops: int, rounds: int) -> dict[str, Any]:
     schema = f"relavium_bench_{uuid.uuid4().hex[:12]}"
     asyncio.run(_prepare(dsn, schema))
@@ -200,18 +212,8 @@ def measure(dsn: str, ops: int, rounds: int) -> dict[str, Any]:
         for round_no in range(rounds):
             for op in OPERATIONS:
                 tag = f"{op}{round_no}"
-                ways: dict[str, Callable[[], float]] = {
-                    "floor": lambda op=op, tag=tag: asyncio.run(floor_ops(dsn, schema, op, ops, f"{tag}f")),
-                    "store": lambda op=op, tag=tag: asyncio.run(store_ops(dsn, schema, op, ops, f"{tag}s")),
-                    "2 replicas": lambda op=op, tag=tag: (
-                        replicas_ops(dsn, schema, op, ops, f"{tag}r2", 2) / 2
-                    ),
-                    "4 replicas": lambda op=op, tag=tag: (
-                        replicas_ops(dsn, schema, op, ops, f"{tag}r4", 4) / 4
-                    ),
-                }
-                for way, run in ways.items():
-                    seconds = run()
+                for way in WAYS:
+                    seconds = _seconds(way, dsn, schema, op, ops, tag)
                     values[op].setdefault(way, []).append(ops / seconds)
     finally:
         asyncio.run(drop_schema(dsn, schema))

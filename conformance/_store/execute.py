@@ -372,7 +372,9 @@ async def _declaration(world: StoreWorld, scenario: dict[str, Any]) -> None:
 SCENARIOS = {"register-race": _register_race, "declaration": _declaration}
 
 
-def _scenario(kind: str) -> Callable[[StoreWorld, dict[str, Any]], Any] | None:
+def _scenario(kind: str) -> Any:
+    """The scenario function of ``kind`` (``None`` for an unknown one): the kit's own, or a replica
+    scenario (``_store/replicas.py``)."""
     from relavium_conformance._store.replicas import REPLICA_SCENARIOS
 
     return SCENARIOS.get(kind) or REPLICA_SCENARIOS.get(kind)

@@ -236,13 +236,15 @@ class PostgresSessionStore:
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(statement.replace("{s}", self._q), params)
-            return await cur.fetchone()
+            row: dict[str, Any] | None = await cur.fetchone()
+            return row
 
     async def _all(self, statement: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(statement.replace("{s}", self._q), params)
-            return await cur.fetchall()
+            rows: list[dict[str, Any]] = await cur.fetchall()
+            return rows
 
     async def _exec(self, statement: str, params: tuple[Any, ...]) -> None:
         async with self.pool.connection() as conn:

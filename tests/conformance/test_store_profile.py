@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from relavium_conformance._connect import resolve_adapter
+from relavium_conformance._connect import replica_factory, resolve_adapter
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._selftest.stores import BROKEN_STORES
@@ -25,7 +25,10 @@ def _run(adapter: str, cases: tuple[object, ...] | None = None) -> RunResult:
     def factory() -> Adapter:
         return resolve_adapter(adapter, timeout=60.0)
 
-    run, _hello = asyncio.run(run_store_cases(factory, cases or load_store_cases(), timeout=60.0))  # type: ignore[arg-type]
+    replicas = replica_factory(adapter, timeout=60.0)  # the replica cases' processes
+    run, _hello = asyncio.run(
+        run_store_cases(factory, cases or load_store_cases(), timeout=60.0, replicas=replicas)  # type: ignore[arg-type]
+    )
     return run
 
 
