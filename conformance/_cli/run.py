@@ -84,6 +84,12 @@ def register(subparsers: Any) -> None:
         "own subprocess or in-process engine); the results are those of -j 1 (default 1)",
     )
     parser.add_argument(
+        "--shard",
+        metavar="INDEX/COUNT",
+        help="run only shard INDEX of COUNT (as 2/4): the selected cases, sorted by id, dealt round-robin, "
+        "so COUNT CI jobs split one selection; report merges their JSON results into one",
+    )
+    parser.add_argument(
         "--github-summary",
         action="store_true",
         help="append the Markdown summary to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary)",
@@ -201,6 +207,10 @@ def select_or_refuse(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tupl
 
 def _run(args: argparse.Namespace) -> int:
     problems = _usage_problems(args)
+    if args.shard is not None:
+        from relavium_conformance._report.shards import parse_shard
+
+        args.shard = parse_shard(args.shard)
     if problems:
         error_line("run", "; ".join(problems))
         return int(ExitCode.USAGE)
@@ -220,12 +230,29 @@ def _run(args: argparse.Namespace) -> int:
 
     all_cases: tuple[AnyCase, ...] = gather_cases(args.cases)
     cases = exclude_cases(select_or_refuse(args, all_cases), args.exclude)
+    cases, args.shard_info = _shard(args, cases)
     if not cases:
-        error_line("run", "no case matches the selection")
+        error_line("run", _nothing_selected(args))
         return int(ExitCode.NO_CASES)
     from relavium_conformance._cli.run_cases import execute  # what running needs, not --list
 
     return execute(args, all_cases, cases)
+
+
+def _shard(args: argparse.Namespace, cases: tuple[S, ...]) -> tuple[tuple[S, ...], Any]:
+    """``--shard``: this job's part of the selection, and what the results record of it."""
+    if args.shard is None:
+        return cases, None
+    from relavium_conformance._report.shards import take_shard
+
+    return take_shard(cases, *args.shard)
+
+
+def _nothing_selected(args: argparse.Namespace) -> str:
+    if args.shard is not None and args.shard_info is not None and args.shard_info.selected:
+        index, count = args.shard
+        return f"shard {index}/{count} holds no case of the {args.shard_info.selected} selected"
+    return "no case matches the selection"
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -238,9 +265,10 @@ def _list(args: argparse.Namespace) -> int:
     else:
         everything = corpus_index()
     entries: tuple[CaseEntry, ...] = exclude_cases(select_or_refuse(args, everything), args.exclude)
+    entries, args.shard_info = _shard(args, entries)
     for entry in entries:
         print(f"{entry.id}  [{', '.join(entry.clauses)}]")
     if not entries:
-        error_line("run", "no case matches the selection")
+        error_line("run", _nothing_selected(args))
         return int(ExitCode.NO_CASES)
     return 0

@@ -115,7 +115,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
             outcome.run = outcome.run.stopped_by("SIGTERM" if "SIGTERM" in signals[:1] else "SIGINT")
     for note in outcome.notes:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
-    run = outcome.run.with_context(run_context(args.adapter, args.select))
+    run = outcome.run.with_context(run_context(args.adapter, args.select, shard=args.shard_info))
     if args.with_proofs and not run.interrupted:
         from relavium_conformance._selftest.proofs import run_selftest  # only --with-proofs needs it
 

@@ -40,6 +40,7 @@ NOT_FOR_STORES: dict[str, str] = {
     "jobs": "-j/--jobs (the store cases share one store: they run in one process)",
     "require_capability": "--require-capability (the catalogue's capabilities are the session profile's)",
     "require_all": "--require-all (the catalogue's capabilities are the session profile's)",
+    "shard": "--shard (the store cases are few: one job runs them all)",
 }
 """``run`` options the store profile refuses, by the name of their ``argparse`` destination."""
 
@@ -51,6 +52,7 @@ def store_misuses(args: argparse.Namespace) -> list[str]:
         "jobs": args.jobs > 1,
         "require_capability": bool(args.require_capability),
         "require_all": args.require_all,
+        "shard": args.shard is not None,
     }
     return [
         f"--profile session-store does not take {NOT_FOR_STORES[name]}"

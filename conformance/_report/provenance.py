@@ -13,7 +13,7 @@ from functools import cache
 
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._data import fixtures_dir
-from relavium_conformance._report.results import CorpusInfo, KitInfo, RunContext
+from relavium_conformance._report.results import CorpusInfo, KitInfo, RunContext, ShardInfo
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION
 
 __all__ = ["corpus_identity", "run_context", "spec_revision"]
@@ -38,9 +38,11 @@ def corpus_identity() -> CorpusInfo:
     return CorpusInfo(version=KitInfo.current().version, content_hash="sha256:" + digest.hexdigest())
 
 
-def run_context(adapter: str, selection: Sequence[str] = ()) -> RunContext:
-    """The context of a run of the kit's own corpus through ``adapter`` with ``selection``."""
+def run_context(adapter: str, selection: Sequence[str] = (), shard: ShardInfo | None = None) -> RunContext:
+    """The context of a run of the kit's own corpus through ``adapter`` with ``selection`` (and the
+    shard of it the run ran, when it ran one)."""
     return RunContext(
+        shard=shard,
         adapter=adapter,
         selection=tuple(selection),
         spec_revision=spec_revision(),

@@ -48,6 +48,7 @@ __all__ = [
     "KitInfo",
     "RunContext",
     "RunResult",
+    "ShardInfo",
     "StaleEntry",
     "StaleWhy",
     "Summary",
@@ -430,6 +431,23 @@ class CorpusInfo(KitStrict):
     content_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
 
+class ShardInfo(KitStrict):
+    """Which part of a selection a run ran (``run --shard INDEX/COUNT``): the selected cases, sorted by
+    id, are dealt round-robin to ``count`` shards; ``selected`` counts the whole selection and
+    ``selected_hash`` hashes its sorted ids, so merged shards can be checked to cover it exactly once."""
+
+    index: Annotated[int, Field(ge=1)]
+    count: Annotated[int, Field(ge=1)]
+    selected: Annotated[int, Field(ge=0)]
+    selected_hash: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+    @model_validator(mode="after")
+    def _in_range(self) -> ShardInfo:
+        if self.index > self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: the index is above the count")
+        return self
+
+
 class RunContext(KitStrict):
     """What was run, so two results can be compared: the spec revision (a hash of the catalogue's clause
     ids, statuses and sentence fingerprints), the corpus, the selection patterns, the protocol version
@@ -440,6 +458,7 @@ class RunContext(KitStrict):
     spec_revision: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
     corpus: CorpusInfo
     protocol_version: str
+    shard: ShardInfo | None = None
 
 
 class Summary(KitStrict):
