@@ -55,7 +55,40 @@ class AttemptDeadline:
 DEFAULT_ATTEMPT_DEADLINE = AttemptDeadline()
 
 
-def _timed_out(provider: str, message: str) -> StreamErrorChunk:
+class _Watchdog:
+    """One timer per attempt, not one per chunk: it wakes at the next moment the deadline could pass and,
+    if the attempt is then waiting on its provider past ``idle`` or ``total``, cancels that wait."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: AttemptDeadline) -> None:
+        self.loop = loop
+        self.idle = deadline.idle
+        self.due = loop.time() + deadline.total
+        self.since = 0.0  # when the current wait began
+        self.waiting: asyncio.Task[Any] | None = None  # the task waiting on the provider, if it is
+        self.fired: str | None = None
+        self._timer = loop.call_at(min(self.due, loop.time() + self.idle), self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        if self.waiting is not None:
+            if now >= self.due or now >= self.since + self.idle:
+                self.fired = "total" if now >= self.due else "idle"
+                self.waiting.cancel()
+                return
+            wake = min(self.due, self.since + self.idle)
+        else:
+            wake = min(self.due, now + self.idle)
+        self._timer = self.loop.call_at(wake, self._check)
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+
+def _timed_out(provider: str, fired: str, deadline: AttemptDeadline) -> StreamErrorChunk:
+    if fired == "idle":
+        message = f"no chunk for {deadline.idle:g} s"
+    else:
+        message = f"the attempt passed its {deadline.total:g} s deadline"
     return StreamErrorChunk(error=LlmError(kind=LlmErrorKind.TIMEOUT, message=message, provider=provider))
 
 
@@ -64,32 +97,35 @@ async def bounded_stream(
 ) -> AsyncGenerator[StreamChunk, None]:
     """``chunks`` as they come, until the stream ends or the deadline passes (then one ``timeout`` error
     chunk ends it); the provider's stream is closed when this one is."""
-    loop = asyncio.get_running_loop()
-    due = loop.time() + deadline.total
     iterator = chunks.__aiter__()
+    watch = _Watchdog(asyncio.get_running_loop(), deadline)
     try:
         while True:
-            left = due - loop.time()
-            if left <= 0:
-                yield _timed_out(provider, f"the attempt passed its {deadline.total:g} s deadline")
+            if watch.loop.time() >= watch.due:
+                yield _timed_out(provider, "total", deadline)
                 return
-            wait = min(deadline.idle, left)
-            timer = asyncio.timeout(wait)
+            task = asyncio.current_task()
+            watch.since = watch.loop.time()
+            watch.waiting = task
             try:
-                async with timer:
-                    chunk = await iterator.__anext__()
+                chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 return
-            except TimeoutError:
-                if not timer.expired():
-                    raise  # the provider's own TimeoutError: the provider raised
-                if wait < deadline.idle:
-                    yield _timed_out(provider, f"the attempt passed its {deadline.total:g} s deadline")
-                else:
-                    yield _timed_out(provider, f"no chunk for {deadline.idle:g} s")
+            except asyncio.CancelledError:
+                if watch.fired is None or task is None or task.uncancel() > 0:
+                    raise  # not (only) the deadline's: the attempt itself is cancelled
+                yield _timed_out(provider, watch.fired, deadline)
+                return
+            finally:
+                watch.waiting = None
+            if watch.fired is not None:  # the provider swallowed the deadline's cancel
+                if task is not None:
+                    task.uncancel()
+                yield _timed_out(provider, watch.fired, deadline)
                 return
             yield chunk
     finally:
+        watch.close()
         close = getattr(iterator, "aclose", None)
         if close is not None:
             with contextlib.suppress(Exception):  # the provider's cleanup, not the attempt's outcome
