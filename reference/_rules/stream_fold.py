@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from relavium_reference._model.llm import (
@@ -106,16 +106,7 @@ class RoundFold:
 
 
 def _with(state: RoundFold, **changes: Any) -> RoundFold:
-    values = {
-        "text": state.text,
-        "reasoning": state.reasoning,
-        "calls": state.calls,
-        "end": state.end,
-        "reasoning_at": state.reasoning_at,
-        "call_at": state.call_at,
-    }
-    values.update(changes)
-    return RoundFold(**values)
+    return replace(state, **changes)
 
 
 def _replaced(items: tuple[Any, ...], index: int, item: Any) -> tuple[Any, ...]:
