@@ -196,7 +196,7 @@ def _run_options() -> set[str]:
     raise AssertionError("the command line has no sub-commands")
 
 
-@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md", "ci.md"])
+@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md", "ci.md", "architecture.md"])
 def test_run_options_in_the_docs_exist(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     # not options of the kit: an example adapter's own, and pytest's
@@ -205,7 +205,9 @@ def test_run_options_in_the_docs_exist(page: str) -> None:
     assert used <= _run_options()
 
 
-@pytest.mark.parametrize("page", ["adapters.md", "protocol.md", "index.md", "ci.md"])
+@pytest.mark.parametrize(
+    "page", ["adapters.md", "protocol.md", "index.md", "ci.md", "architecture.md", "performance.md"]
+)
 def test_relative_links_resolve(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     targets = re.findall(r"\]\(((?:\.\./|[\w-]+/)*[\w.-]+\.[a-z]+)(?:#[^)]*)?\)", text)
