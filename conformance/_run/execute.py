@@ -545,21 +545,8 @@ async def execute_case(
             )
         await _bounded(world, _drive(case, adapter, world, handle, timeout))
     except AdapterError as exc:
-        status, reason = CaseStatus.ERRORED, exc.reason
-        breakage = adapter.breakage()
-        world.main.observed.broken_at = breakage.at if breakage is not None else None
-        tail = adapter.stderr_tail()
-        stderr_tail = "\n".join(tail[-20:]) if tail else None
-        with contextlib.suppress(Exception):
-            await adapter.recover()
-        if waits := world.signals_never_raised():  # the scripted situation was never reached
-            extra = ", ".join(c for c in case.capabilities if c != "core")
-            reason = (
-                f"signal {', '.join(waits)} never raised: the scripted situation was never reached"
-                f" (an implementation that cannot reach it must not declare {extra}); {reason}"
-            )
-        leftovers = adapter.take_leftovers()  # the reason keeps room for them
-        reason = "; ".join([one_line(reason, 300 - 120 * bool(leftovers)), *leftovers])
+        status = CaseStatus.ERRORED
+        reason, stderr_tail = await _adapter_broke(exc, case, adapter, world)
     except OperationError as exc:
         status, reason = CaseStatus.ERRORED, one_line(f"the case setup was refused: {exc}")
     finally:
@@ -574,15 +561,10 @@ async def execute_case(
             shutil.rmtree(workdir, ignore_errors=True)
     observed = world.main.observed
     differences: list[Difference] = []
-    if status is CaseStatus.PASSED and unjudgeable is not None:
-        status, reason = CaseStatus.ERRORED, unjudgeable
     if status is CaseStatus.PASSED:
-        try:
-            differences, warnings = judge(case, observed, observed_snapshot, compare_snapshot)
-        except RecursionError:
-            status, reason = CaseStatus.ERRORED, _TOO_DEEP
-    if status is CaseStatus.PASSED and differences:
-        status, reason = CaseStatus.FAILED, one_line(f"{differences[0].path}: {differences[0].message}")
+        status, reason, differences, warnings = _verdict(
+            case, observed, observed_snapshot, unjudgeable, compare_snapshot
+        )
     result = CaseResult.of(
         case,
         status,
@@ -596,6 +578,48 @@ async def execute_case(
 
 
 _TOO_DEEP = "a value the implementation returned is nested too deep for the kit to judge"
+
+
+async def _adapter_broke(
+    exc: AdapterError, case: Case, adapter: Adapter, world: CaseWorld
+) -> tuple[str, str | None]:
+    """The implementation broke during the case: note where, restart it, and give the errored case's
+    reason (naming a scripted signal never raised, and the kit's leftover notes) and stderr tail."""
+    breakage = adapter.breakage()
+    world.main.observed.broken_at = breakage.at if breakage is not None else None
+    tail = adapter.stderr_tail()
+    stderr_tail = "\n".join(tail[-20:]) if tail else None
+    with contextlib.suppress(Exception):
+        await adapter.recover()
+    reason = exc.reason
+    if waits := world.signals_never_raised():  # the scripted situation was never reached
+        extra = ", ".join(c for c in case.capabilities if c != "core")
+        reason = (
+            f"signal {', '.join(waits)} never raised: the scripted situation was never reached"
+            f" (an implementation that cannot reach it must not declare {extra}); {reason}"
+        )
+    leftovers = adapter.take_leftovers()  # the reason keeps room for them
+    return "; ".join([one_line(reason, 300 - 120 * bool(leftovers)), *leftovers]), stderr_tail
+
+
+def _verdict(
+    case: Case,
+    observed: Observation,
+    snapshot: dict[str, Any],
+    unjudgeable: str | None,
+    compare_snapshot: bool,
+) -> tuple[CaseStatus, str | None, list[Difference], list[str]]:
+    """The judge's verdict on a case that ran to its end: (status, reason, differences, warnings)."""
+    if unjudgeable is not None:
+        return CaseStatus.ERRORED, unjudgeable, [], []
+    try:
+        differences, warnings = judge(case, observed, snapshot, compare_snapshot)
+    except RecursionError:
+        return CaseStatus.ERRORED, _TOO_DEEP, [], []
+    if differences:
+        reason = one_line(f"{differences[0].path}: {differences[0].message}")
+        return CaseStatus.FAILED, reason, differences, warnings
+    return CaseStatus.PASSED, None, differences, warnings
 
 
 def _races_abort_and_cancel(value: Any) -> bool:

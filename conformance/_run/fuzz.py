@@ -14,7 +14,6 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from relavium_conformance._corpus.cases import Case
 from relavium_conformance._corpus.catalogue import load_catalogue
@@ -22,6 +21,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import CaseResult, CaseStatus, ImplementationInfo, RunResult
 from relavium_conformance._run.kept import CaseSession
 from relavium_conformance._wire.adapters import Adapter
+from relavium_conformance._wire.messages import HelloResult
 
 __all__ = ["PROFILES", "FuzzOutcome", "fuzz"]
 
@@ -72,9 +72,7 @@ def fuzz(
             "pip install 'relavium-conformance[strategies]'"
         ) from None
     started_at, clock = datetime.now(UTC), time.perf_counter()
-    session = CaseSession(adapter, timeout=timeout)
-    passed: list[CaseResult] = []
-    state: dict[str, Any] = {"examples": 0, "failed": False, "last": None}
+    search = _Search(CaseSession(adapter, timeout=timeout))
 
     @settings(
         max_examples=examples,
@@ -86,24 +84,11 @@ def fuzz(
     )
     @given(case=generated_cases())
     def check(case: Case) -> None:
-        state["examples"] += 1
-        result = session.run_one(case, snapshots=False)
-        if result.handshake_failed:
-            state["last"] = (case, result)
-            raise _NotStarted(result.reason)
-        if result.status is CaseStatus.UNSUPPORTED:
-            raise _Unsupported(result.reason)
-        if result.status is CaseStatus.PASSED:
-            if not state["failed"]:
-                passed.append(result.model_copy(update={"id": f"generated/example-{len(passed) + 1}"}))
-            return
-        state["failed"], state["last"] = True, (case, result)
-        raise AssertionError(result.reason)
+        search.check(case)
 
     if seed is not None:
         check = fixed_seed(seed)(check)
     notes: list[str] = []
-    failure: Case | None = None
     try:
         check()
     except _Unsupported as exc:
@@ -114,25 +99,59 @@ def fuzz(
         if not isinstance(exc, AssertionError):
             notes.append(f"hypothesis: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     finally:
-        hello = session.adapter.hello
-        session.close()
-    results = list(passed)
-    if state["last"] is not None:
-        case, result = state["last"]
+        hello = search.session.adapter.hello
+        search.session.close()
+    results = list(search.passed)
+    failure: Case | None = None
+    if search.last is not None:
+        case, result = search.last
         failure = _renamed(case, name_prefix)
         results.append(result.model_copy(update={"id": failure.id}))
-    implementation = ImplementationInfo(
+    run = RunResult.build(
+        implementation=_implementation(adapter, hello),
+        cases=results,
+        catalogue=load_catalogue().clauses,
+        started_at=started_at,
+        duration_ms=(time.perf_counter() - clock) * 1000,
+    )
+    return FuzzOutcome(run=run, examples=search.examples, failure=failure, notes=notes)
+
+
+@dataclass
+class _Search:
+    """What the property check saw: the examples it ran, those that passed before any failure, and the
+    last failing (or unstartable) case with its result, which Hypothesis leaves as the shrunk one."""
+
+    session: CaseSession
+    passed: list[CaseResult] = field(default_factory=list)
+    examples: int = 0
+    failed: bool = False
+    last: tuple[Case, CaseResult] | None = None
+
+    def check(self, case: Case) -> None:
+        """Run one generated case: passing returns, anything else raises for Hypothesis to shrink."""
+        self.examples += 1
+        result = self.session.run_one(case, snapshots=False)
+        if result.handshake_failed:
+            self.last = (case, result)
+            raise _NotStarted(result.reason)
+        if result.status is CaseStatus.UNSUPPORTED:
+            raise _Unsupported(result.reason)
+        if result.status is CaseStatus.PASSED:
+            if not self.failed:
+                self.passed.append(
+                    result.model_copy(update={"id": f"generated/example-{len(self.passed) + 1}"})
+                )
+            return
+        self.failed, self.last = True, (case, result)
+        raise AssertionError(result.reason)
+
+
+def _implementation(adapter: Adapter, hello: HelloResult | None) -> ImplementationInfo:
+    return ImplementationInfo(
         name=hello.implementation.name if hello else "unknown",
         adapter=adapter.name,
         version=hello.implementation.version if hello else None,
         language=hello.implementation.language if hello else None,
         capabilities=tuple(hello.capabilities) if hello else (),
     )
-    run = RunResult.build(
-        implementation=implementation,
-        cases=results,
-        catalogue=load_catalogue().clauses,
-        started_at=started_at,
-        duration_ms=(time.perf_counter() - clock) * 1000,
-    )
-    return FuzzOutcome(run=run, examples=state["examples"], failure=failure, notes=notes)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -174,42 +174,92 @@ async def run_cases(
     outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
     results: list[CaseResult] = []
     interrupted = False
+    pace = _Pace(timeout, snapshots, on_case_start, on_case_end, maxfail, stop)
     try:
         try:
             outcome.hello = await adapter.open(router)
         except AdapterError as exc:
             outcome.handshake_error = one_line(exc.reason)
-        previous: _Previous | None = None
-        for index, case in enumerate(cases):
-            if on_case_start:
-                on_case_start(case.id)
-            number = handles[index] if handles is not None else first_handle + index
-            play = _Play(adapter, outcome, router, timeout, snapshots, number)
-            result = await play.run(case)
-            if previous is not None and _belongs_before(play.broken_at, previous.mark):
-                # the implementation broke on the previous case's account (a second answer to one of
-                # its requests, or an exit after its last answer): that case errors, this one runs again
-                results[previous.position] = _blamed(results[previous.position], result.reason or "")
-                result = await play.run(case)
-            elif result.status is not CaseStatus.ERRORED and not isinstance(case, VectorCase):
-                result = await _late_breakage(adapter, result)
-            previous = (
-                _Previous(len(results), adapter.mark()) if result.status is not CaseStatus.ERRORED else None
-            )
-            results.append(result)
-            if on_case_end:
-                on_case_end(result)
-            bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
-            if maxfail is not None and bad >= maxfail:
-                break
-            if stop is not None and stop(results if isinstance(adapter, InProcessAdapter) else results[:-1]):
-                break
+        numbers = handles if handles is not None else range(first_handle, first_handle + len(cases))
+        await _play_in_order(adapter, zip(cases, numbers, strict=False), outcome, router, results, pace)
     except asyncio.CancelledError:
         interrupted = True
     finally:
         await adapter.close()
     outcome.notes = adapter.take_leftovers()
-    hello = outcome.hello
+    duration_ms = (time.perf_counter() - clock) * 1000
+    outcome.run = _run_result(
+        adapter, outcome.hello, results, clause_table, started_at, duration_ms, interrupted
+    )
+    if interrupted:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the cancellation is answered: by this exception
+        raise RunInterrupted(outcome)
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """How :func:`run_cases` plays its cases one after another: the options that are not the cases."""
+
+    timeout: float
+    snapshots: bool | None
+    on_case_start: Callable[[str], None] | None
+    on_case_end: Callable[[CaseResult], None] | None
+    maxfail: int | None
+    stop: Callable[[Sequence[CaseResult]], bool] | None
+
+
+async def _play_in_order(
+    adapter: Adapter,
+    numbered: Iterable[tuple[AnyCase, int]],
+    outcome: RunOutcome,
+    router: _Router,
+    results: list[CaseResult],
+    pace: _Pace,
+) -> None:
+    """Play each case under its handle number, appending its result to ``results`` (kept as they are
+    when cancelled); a breakage that belongs to the previous case is booked on it, and this one replays."""
+    previous: _Previous | None = None
+    for case, number in numbered:
+        if pace.on_case_start:
+            pace.on_case_start(case.id)
+        play = _Play(adapter, outcome, router, pace.timeout, pace.snapshots, number)
+        result = await play.run(case)
+        if previous is not None and _belongs_before(play.broken_at, previous.mark):
+            # the implementation broke on the previous case's account (a second answer to one of
+            # its requests, or an exit after its last answer): that case errors, this one runs again
+            results[previous.position] = _blamed(results[previous.position], result.reason or "")
+            result = await play.run(case)
+        elif result.status is not CaseStatus.ERRORED and not isinstance(case, VectorCase):
+            result = await _late_breakage(adapter, result)
+        previous = (
+            _Previous(len(results), adapter.mark()) if result.status is not CaseStatus.ERRORED else None
+        )
+        results.append(result)
+        if pace.on_case_end:
+            pace.on_case_end(result)
+        bad = sum(r.status in (CaseStatus.FAILED, CaseStatus.ERRORED) for r in results)
+        if pace.maxfail is not None and bad >= pace.maxfail:
+            return
+        if pace.stop is not None and pace.stop(
+            results if isinstance(adapter, InProcessAdapter) else results[:-1]
+        ):
+            return
+
+
+def _run_result(
+    adapter: Adapter,
+    hello: HelloResult | None,
+    results: list[CaseResult],
+    clause_table: bool,
+    started_at: datetime,
+    duration_ms: float,
+    interrupted: bool,
+) -> RunResult:
+    """The run's result: the implementation as its hello named it, the cases, and (``clause_table``)
+    the clause table, which costs a model per catalogue clause."""
     implementation = ImplementationInfo(
         name=hello.implementation.name if hello else "unknown",
         adapter="stdio" if isinstance(adapter, StdioAdapter) else "in-process",  # the transport
@@ -218,31 +268,24 @@ async def run_cases(
         capabilities=tuple(hello.capabilities) if hello else (),
     )
     if clause_table:
-        outcome.run = RunResult.build(
+        return RunResult.build(
             implementation=implementation,
             cases=results,
             catalogue=load_catalogue().clauses,
             started_at=started_at,
-            duration_ms=(time.perf_counter() - clock) * 1000,
+            duration_ms=duration_ms,
             interrupted=interrupted,
         )
-    else:
-        outcome.run = RunResult(
-            kit=KitInfo.current(),
-            implementation=implementation,
-            summary=Summary.of(results),
-            cases=tuple(results),
-            clauses=(),
-            started_at=started_at,
-            duration_ms=(time.perf_counter() - clock) * 1000,
-            interrupted=interrupted,
-        )
-    if interrupted:
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()  # the cancellation is answered: by this exception
-        raise RunInterrupted(outcome)
-    return outcome
+    return RunResult(
+        kit=KitInfo.current(),
+        implementation=implementation,
+        summary=Summary.of(results),
+        cases=tuple(results),
+        clauses=(),
+        started_at=started_at,
+        duration_ms=duration_ms,
+        interrupted=interrupted,
+    )
 
 
 class _Play:
