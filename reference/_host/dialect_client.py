@@ -323,12 +323,18 @@ def http_resolver(
     endpoints: Mapping[str, HttpEndpoint], client: httpx.AsyncClient | None = None
 ) -> Callable[[ProviderId, str], LlmProvider]:
     """A ``resolve_provider`` for :class:`~relavium_reference.SessionDeps`: a provider without an endpoint
-    is refused before any invocation (``LookupError``)."""
+    is refused before any invocation (``LookupError``); endpoints that are not a mapping of names to
+    :class:`HttpEndpoint` are refused here (``InvalidInputError``)."""
+    if not isinstance(endpoints, Mapping) or not all(
+        isinstance(name, str) and isinstance(endpoint, HttpEndpoint) for name, endpoint in endpoints.items()
+    ):
+        raise InvalidInputError("must map provider names to HttpEndpoint", location="endpoints")
+    endpoints = dict(endpoints)  # a copy: later changes to the caller's mapping reach nothing
 
     def resolve(provider: ProviderId, model: str) -> LlmProvider:
-        endpoint = endpoints.get(provider.value)
+        endpoint = endpoints.get(getattr(provider, "value", provider))
         if endpoint is None:
-            raise LookupError(f"no endpoint for provider {provider.value!r}")
+            raise LookupError(f"no endpoint for provider {provider!r}")
         return HttpProvider(endpoint, client)
 
     return resolve

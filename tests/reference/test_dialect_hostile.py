@@ -30,10 +30,10 @@ from tests.reference.hostilekit import (
 )
 
 from relavium_reference._host.attempt_deadline import AttemptDeadline, bounded_stream
-from relavium_reference._host.dialect_client import HttpEndpoint, HttpLimits, HttpProvider
+from relavium_reference._host.dialect_client import HttpEndpoint, HttpLimits, HttpProvider, http_resolver
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import StreamChunk, StreamErrorChunk
-from relavium_reference._model.vocabulary import LlmErrorKind
+from relavium_reference._model.vocabulary import LlmErrorKind, ProviderId
 
 QUICK = AttemptDeadline(idle=0.3, total=0.8)
 
@@ -285,6 +285,16 @@ def test_a_session_refuses_a_deadline_that_is_no_attempt_deadline() -> None:
 def test_an_endpoint_of_the_wrong_shape_is_refused_where_it_enters(bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError):
         HttpEndpoint("openai", **bad)
+
+
+def test_a_resolver_is_built_from_endpoints_only() -> None:
+    for bad in ([HttpEndpoint("openai")], {"openai": "http://x"}, {1: HttpEndpoint("openai")}):
+        with pytest.raises(InvalidInputError):
+            http_resolver(bad)  # type: ignore[arg-type]
+    resolve = http_resolver({"openai": HttpEndpoint("openai")})
+    assert isinstance(resolve(ProviderId.OPENAI, "m"), HttpProvider)
+    with pytest.raises(LookupError):
+        resolve(ProviderId.ANTHROPIC, "m")
 
 
 def test_a_provider_is_built_from_an_endpoint_only() -> None:
