@@ -6,7 +6,7 @@ classified from the status; a streamed reply that passes its size, line or event
 a redirect is not followed (``transport``); a frame nested deeper than the JSON parser goes is malformed
 (``transport``).  The time bombs (silence, a trickle, tokens without end) end at the session's attempt
 deadline as ``timeout``.  The caps and deadlines are small here so the tests stay fast; the defaults are
-measured in a subprocess by ``benchmarks``-style runs reported in issue 35's note.
+measured, one bomb per subprocess with its peak memory, by ``tests/reference/hostile_bombs.py``.
 """
 
 from __future__ import annotations
