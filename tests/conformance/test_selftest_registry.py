@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def repeated(names: Iterable[str]) -> list[str]:
     return sorted(name for name, count in Counter(names).items() if count > 1)
 
 
-def unknown_clauses(clauses: Mapping[str, Sequence[str]], known: set[str]) -> list[str]:
+def unknown_clauses(clauses: Mapping[str, Sequence[str]], known: AbstractSet[str]) -> list[str]:
     return sorted(f"{name}: {c}" for name, cited in clauses.items() for c in cited if c not in known)
 
 
