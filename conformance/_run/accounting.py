@@ -35,7 +35,7 @@ __all__ = ["AccountingWorld"]
 
 
 class AccountingWorld:
-    """Mixed into the case world; needs its ``case``, ``observed``, ``create_params``, ``_hold``,
+    """Mixed into the case world; needs its ``case``, ``observed``, ``create_params``, ``hold``,
     ``perform_together`` and the signals (``_run/signals.py``)."""
 
     if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class AccountingWorld:
         @property
         def create_params(self) -> dict[str, Any]: ...
 
-        async def _hold(self) -> None: ...
+        async def hold(self) -> None: ...
 
         async def perform_together(self, ops: list[OpStep]) -> None: ...
 
@@ -96,7 +96,7 @@ class AccountingWorld:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
             entry["decision"] = "held"
-            await self._hold()
+            await self.hold()
         if answer.fail:
             entry["decision"] = "failed"
             raise RpcError(-32000, "kit: the cost governor failed (scripted)")
@@ -124,7 +124,7 @@ class AccountingWorld:
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
-            await self._hold()
+            await self.hold()
         await self.wait_signal(answer.after)
         self.raise_signal(answer.then)
         if answer.fail:

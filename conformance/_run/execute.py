@@ -15,7 +15,7 @@ import itertools
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,7 @@ from relavium_conformance._wire.messages import (
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
-__all__ = ["CaseWorld", "execute_case"]
+__all__ = ["ANSWERING", "CaseWorld", "execute_case"]
 
 _CALLBACK_KEY: contextvars.ContextVar[int] = contextvars.ContextVar("relavium_callback_key", default=-1)
 MAIN_SESSION = "main"
@@ -85,8 +85,9 @@ class _Book:
     create_params: dict[str, Any] = field(default_factory=dict)
 
 
-class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
-    """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``)."""
+class CaseWorld(AccountingWorld, SignalWorld):
+    """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``; its
+    compaction callbacks: the :class:`CompactionWorld` collaborator, through its :class:`WorldPort`)."""
 
     def __init__(
         self,
@@ -116,7 +117,8 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
-        self.init_compaction()
+        self.compaction = CompactionWorld(case, self)
+        self._answerers = (self, self.compaction)
         self._init_accounting()
         self.init_signals()
 
@@ -192,7 +194,8 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
                 )
             )
             raise RpcError(-32602, f"invalid params: {exc.location or exc.message}") from None
-        handler: Callable[[Any], Awaitable[Any]] = getattr(self, row.answer)
+        owner = next(part for part in self._answerers if hasattr(part, row.answer))
+        handler: Callable[[Any], Awaitable[Any]] = getattr(owner, row.answer)
         return await handler(parsed)
 
     # -- the world's handlers (named by the method table) ---------------------------------------
@@ -232,7 +235,7 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
 
     async def on_host_append_marker(self, params: HostAppendMarkerParams) -> dict[str, Any]:
         """Play the host's marker write (scripted by ``markers``): a ``system`` row naming an earlier row."""
-        await self.play_marker_answer()
+        await self.compaction.play_marker_answer()
         problem = marker_problem(params.marker, len(self.observed.rows))
         if problem is not None:
             self.observed.violations.append(
@@ -293,16 +296,16 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
 
     async def on_provider_open(self, params: ProviderOpenParams) -> dict[str, Any]:
         if params.purpose == "summary":
-            return await self.open_summary(params)
-        self._opened += 1
+            return await self.compaction.open_summary(params)
+        steps = next(self._provider_calls, None)
+        script = steps or ()
+        edits = script[0].edit if script and isinstance(script[0], EditStep) else ()  # KD-PROJ-3
+        stream = self.open_stream(script[1:] if edits else script)
         self.check_egress(params.request)
         opened = {"provider": params.provider, "model": params.model, "request": params.request}
         if params.window is not None:
             opened["window"] = params.window
         self.observed.provider_requests.append(opened)
-        stream = f"stream-{self._opened}"
-        steps = next(self._provider_calls, None)
-        edits = steps[0].edit if steps and isinstance(steps[0], EditStep) else ()  # KD-PROJ-3
         if steps is None:
             self.observed.violations.append(
                 Difference(
@@ -312,8 +315,6 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
                     form=DifferenceForm.EXTRA,
                 )
             )
-            steps = ()
-        self._streams[stream] = iter(steps[1:] if edits else steps)
         if edits:
             return {"stream": stream, "edits": [e.model_dump(mode="json", exclude_none=True) for e in edits]}
         return {"stream": stream}
@@ -327,7 +328,7 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
                 await self.perform_together(as_ops(step.do))
                 continue
             if isinstance(step, HoldStep):
-                await self._hold()
+                await self.hold()
             if isinstance(step, ProviderErrorStep):
                 return {"chunk": step.seam_chunk()}
             return {"chunk": step}
@@ -346,7 +347,7 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
-            await self._hold()
+            await self.hold()
         await self.wait_signal(answer.after)
         self.raise_signal(answer.then)
         return {"text": answer.text, "isError": answer.is_error}
@@ -363,7 +364,7 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
         if step.do is not None:
             await self.perform_together(as_ops(step.do))
         if step.hold:
-            await self._hold()
+            await self.hold()
         await self.wait_signal(step.after)
         self.raise_signal(step.then)
         return {"approved": step.approve}
@@ -384,7 +385,15 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
             raise failed_sink(failing)
         return {}
 
-    async def _hold(self) -> None:
+    def open_stream(self, steps: Iterable[Any]) -> str:
+        """Number a new provider stream and serve it ``steps`` on ``provider.next``; its name."""
+        self._opened += 1
+        stream = f"stream-{self._opened}"
+        self._streams[stream] = iter(steps)
+        return stream
+
+    async def hold(self) -> None:
+        """Never answer (a script's ``hold``): the case may end without this callback's answer."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._holds.append(future)
         key = _CALLBACK_KEY.get()
@@ -503,6 +512,11 @@ class CaseWorld(CompactionWorld, AccountingWorld, SignalWorld):
             expected = resolve_saved(op.expect, self.saved)
             found.extend(match(expected, result, where + ".result"))
         return found
+
+
+#: The classes whose ``on_*`` methods answer the implementation's callbacks (one per method-table row):
+#: the case world and its collaborators.
+ANSWERING: tuple[type, ...] = (CaseWorld, CompactionWorld)
 
 
 async def execute_case(
