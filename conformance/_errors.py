@@ -1,8 +1,16 @@
-"""Errors of the kit.  They share the project's one exception root, ``RelaviumError``.
+"""Errors of the kit.  They share the project's one exception root, ``RelaviumError`` (the engine's).
+
+Every exception class the kit defines derives from :class:`KitError`; ``tests/test_exception_root.py``
+checks both packages.  The root's branches here:
 
 * :class:`KitUsageError`: the kit was given bad input (a malformed case, catalogue, baseline or option).
 * :class:`AdapterError`: an implementation under test misbehaved at the adapter boundary (crash, hang,
   malformed message, protocol mismatch).  The runner turns it into an ``errored`` case and goes on.
+* :class:`KitShapeError`: a value does not have the shape the kit expects.
+
+Others live beside the code that raises them, under :class:`KitError` too: ``OperationError`` (an
+operation answered with an error, ``_wire/protocol.py``), ``DataMissingError`` (no fixtures or schemas
+folder, ``_data.py``; also a ``FileNotFoundError``), the JSON-RPC peer's failures (``_wire/envelope.py``).
 """
 
 from __future__ import annotations
