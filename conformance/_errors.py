@@ -1,6 +1,6 @@
 """Errors of the kit.  They share the project's one exception root, ``RelaviumError`` (the engine's).
 
-Every exception class the kit defines derives from :class:`KitError`; ``tests/test_exception_root.py``
+Every public exception class of the kit derives from :class:`KitError`; ``tests/test_exception_root.py``
 checks both packages.  The root's branches here:
 
 * :class:`KitUsageError`: the kit was given bad input (a malformed case, catalogue, baseline or option).
