@@ -1,6 +1,6 @@
 """The kit's cost governor and usage writer: ``host.admit``, ``host.releaseAdmission``, ``host.usage``.
 
-:class:`AccountingWorld` is the part of the case world that plays them.  It answers from the case's
+:class:`AccountingWorld` plays them, a collaborator of the case world.  It answers from the case's
 ``admissions`` and ``usage`` scripts (admit, refuse naming a cap, fail, hold; acknowledge, fail, hold),
 keeps the durable ledger a host would keep across the instances of one case (amount, missing prices,
 coverage), and records what reached it (``expect.admissions``, ``expect.usage``).
@@ -16,11 +16,12 @@ or the writer, so every case with one checks them:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from relavium_conformance._corpus.cases import AdmitAnswer, Case, OpStep, UsageAnswer, as_ops
 from relavium_conformance._judge.matching import jsonable
 from relavium_conformance._report.results import Difference, DifferenceForm
+from relavium_conformance._run.signals import Signals
 from relavium_conformance._wire.budget_messages import (
     HostAdmitParams,
     HostReleaseAdmissionParams,
@@ -31,33 +32,40 @@ from relavium_conformance._wire.jsonrpc import RpcError
 if TYPE_CHECKING:
     from relavium_conformance._judge.observation import Observation
 
-__all__ = ["AccountingWorld"]
+__all__ = ["AccountingPort", "AccountingWorld"]
+
+
+class AccountingPort(Protocol):
+    """What the accounting collaborator needs of the case world, and nothing more."""
+
+    @property
+    def observed(self) -> Observation:
+        """What was observed of the session the current callback belongs to."""
+        ...
+
+    @property
+    def create_params(self) -> dict[str, Any]:
+        """The current session's create params (its ``deps`` say which host parts it has)."""
+        ...
+
+    async def hold(self) -> None:
+        """Never answer (a script's ``hold``)."""
+        ...
+
+    async def perform_together(self, ops: list[OpStep]) -> None:
+        """Issue a script's ``do`` operations at once."""
+        ...
 
 
 class AccountingWorld:
-    """Mixed into the case world; needs its ``case``, ``observed``, ``create_params``, ``hold``,
-    ``perform_together`` and the signals (``_run/signals.py``)."""
+    """The governor and the usage writer of one case, and their generic checks; it reaches the case world
+    only through its :class:`AccountingPort`, and orders its answers with the case's :class:`Signals`."""
 
-    if TYPE_CHECKING:
-        case: Case
-
-        @property
-        def observed(self) -> Observation: ...
-
-        @property
-        def create_params(self) -> dict[str, Any]: ...
-
-        async def hold(self) -> None: ...
-
-        async def perform_together(self, ops: list[OpStep]) -> None: ...
-
-        def raise_signal(self, name: str | None) -> None: ...
-
-        async def wait_signal(self, name: str | None) -> None: ...
-
-    def _init_accounting(self) -> None:
-        self._admit_answers: Iterator[AdmitAnswer] = iter(self.case.admissions)
-        script = self.case.usage
+    def __init__(self, case: Case, world: AccountingPort, signals: Signals) -> None:
+        self._world = world
+        self._signals = signals
+        self._admit_answers: Iterator[AdmitAnswer] = iter(case.admissions)
+        script = case.usage
         self._usage_answers: dict[str, Iterator[UsageAnswer]] = {
             "open": iter(script.open),
             "pending": iter(script.pending),
@@ -72,7 +80,7 @@ class AccountingWorld:
         self._coverage = "complete"
 
     def _has(self, dep: str) -> bool:
-        deps = self.create_params.get("deps") or {}
+        deps = self._world.create_params.get("deps") or {}
         return bool(deps.get(dep))
 
     # -- the governor ---------------------------------------------------------------------------
@@ -91,12 +99,12 @@ class AccountingWorld:
             "outputReservation": params.output_reservation,
             "released": False,
         }
-        self.observed.admissions.append(entry)
+        self._world.observed.admissions.append(entry)
         if answer.do is not None:
-            await self.perform_together(as_ops(answer.do))
+            await self._world.perform_together(as_ops(answer.do))
         if answer.hold:
             entry["decision"] = "held"
-            await self.hold()
+            await self._world.hold()
         if answer.fail:
             entry["decision"] = "failed"
             raise RpcError(-32000, "kit: the cost governor failed (scripted)")
@@ -109,7 +117,7 @@ class AccountingWorld:
 
     async def on_host_release_admission(self, params: HostReleaseAdmissionParams) -> dict[str, Any]:
         self._granted.pop(params.request_id, None)
-        for entry in self.observed.admissions:
+        for entry in self._world.observed.admissions:
             if entry["requestId"] == params.request_id:
                 entry["released"] = True
         return {}
@@ -118,15 +126,15 @@ class AccountingWorld:
 
     async def on_host_usage(self, params: HostUsageParams) -> dict[str, Any]:
         record = params.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"handle"})
-        self.observed.usage.append(record)
+        self._world.observed.usage.append(record)
         answer = next(self._usage_answers[params.phase], None) or UsageAnswer()
-        self.raise_signal(answer.signal)
+        self._signals.raise_signal(answer.signal)
         if answer.do is not None:
-            await self.perform_together(as_ops(answer.do))
+            await self._world.perform_together(as_ops(answer.do))
         if answer.hold:
-            await self.hold()
-        await self.wait_signal(answer.after)
-        self.raise_signal(answer.then)
+            await self._world.hold()
+        await self._signals.wait_signal(answer.after)
+        self._signals.raise_signal(answer.then)
         if answer.fail:
             raise RpcError(-32000, f"kit: the usage writer failed its {params.phase} write (scripted)")
         out: dict[str, Any] = {}
@@ -160,7 +168,7 @@ class AccountingWorld:
         if self._has("admission"):
             match = next((rid for rid, sent in self._granted.items() if sent == request), None)
             if match is None:
-                self.observed.violations.append(
+                self._world.observed.violations.append(
                     Difference(
                         path=where,
                         message="a provider request went out that admission had not granted as sent",
@@ -172,7 +180,7 @@ class AccountingWorld:
             else:
                 del self._granted[match]
         if self._has("usageWriter") and self._acked["pending"] < self._egressed:
-            self.observed.violations.append(
+            self._world.observed.violations.append(
                 Difference(
                     path=where,
                     message="a provider request went out before the usage writer acknowledged its pending",
@@ -186,7 +194,7 @@ class AccountingWorld:
             return
         self._published += 1
         if self._acked["resolved"] < self._published:
-            self.observed.violations.append(
+            self._world.observed.violations.append(
                 Difference(
                     path=f"events[cost:updated][{self._published - 1}]",
                     message="cost:updated was published before the usage writer acknowledged the attempt",

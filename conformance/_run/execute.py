@@ -45,7 +45,7 @@ from relavium_conformance._run.compaction_world import CompactionWorld
 from relavium_conformance._run.dialect_server import DialectServer, start_dialect_server, stop_dialect_server
 from relavium_conformance._run.failures import failed_commit, failed_sink
 from relavium_conformance._run.limits import CaseLimitExceeded, CaseLimits, CaseMeter
-from relavium_conformance._run.signals import SignalWorld
+from relavium_conformance._run.signals import Signals
 from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.messages import (
@@ -85,9 +85,10 @@ class _Book:
     create_params: dict[str, Any] = field(default_factory=dict)
 
 
-class CaseWorld(AccountingWorld, SignalWorld):
-    """The provider, tools and host of one case (its governor and usage writer: ``AccountingWorld``; its
-    compaction callbacks: the :class:`CompactionWorld` collaborator, through its :class:`WorldPort`)."""
+class CaseWorld:
+    """The provider, tools and host of one case; its collaborators answer the governor and usage writer
+    (:class:`AccountingWorld`) and the compaction callbacks (:class:`CompactionWorld`), each reaching this
+    world through its declared port; :class:`Signals` order answers."""
 
     def __init__(
         self,
@@ -117,10 +118,10 @@ class CaseWorld(AccountingWorld, SignalWorld):
         self._active: dict[int, bool] = {}  # callbacks being answered -> holding on purpose?
         self._opened = 0
         self.saved: dict[str, Any] = {}  # results kept by ``save_as``
+        self.signals = Signals()
+        self.accounting = AccountingWorld(case, self, self.signals)
         self.compaction = CompactionWorld(case, self)
-        self._answerers = (self, self.compaction)
-        self._init_accounting()
-        self.init_signals()
+        self._answerers = (self, self.accounting, self.compaction)
 
     # -- the case's sessions: each callback and each step acts on one -----------------------------
 
@@ -343,13 +344,13 @@ class CaseWorld(AccountingWorld, SignalWorld):
         answer = next(self._tools, None)
         if answer is None:
             return {"text": f"result of {params.name}", "isError": False}
-        self.raise_signal(answer.signal)
+        self.signals.raise_signal(answer.signal)
         if answer.do is not None:
             await self.perform_together(as_ops(answer.do))
         if answer.hold:
             await self.hold()
-        await self.wait_signal(answer.after)
-        self.raise_signal(answer.then)
+        await self.signals.wait_signal(answer.after)
+        self.signals.raise_signal(answer.then)
         return {"text": answer.text, "isError": answer.is_error}
 
     async def on_host_confirm(self, params: HostConfirmParams) -> dict[str, Any]:
@@ -360,19 +361,19 @@ class CaseWorld(AccountingWorld, SignalWorld):
         if answer is None:
             return {"approved": False}
         step = answer if isinstance(answer, ApprovalStep) else ApprovalStep(approve=answer)
-        self.raise_signal(step.signal)
+        self.signals.raise_signal(step.signal)
         if step.do is not None:
             await self.perform_together(as_ops(step.do))
         if step.hold:
             await self.hold()
-        await self.wait_signal(step.after)
-        self.raise_signal(step.then)
+        await self.signals.wait_signal(step.after)
+        self.signals.raise_signal(step.then)
         return {"approved": step.approve}
 
     async def on_host_emit(self, params: HostEmitParams) -> dict[str, Any]:
         event = params.event
         self.observed.events.append(event)
-        self.check_publication(event)
+        self.accounting.check_publication(event)
         kind = str(event.get("type"))
         self._event_counts[kind] = self._event_counts.get(kind, 0) + 1
         failing: bool | str = False
@@ -384,6 +385,10 @@ class CaseWorld(AccountingWorld, SignalWorld):
         if failing:
             raise failed_sink(failing)
         return {}
+
+    def check_egress(self, request: dict[str, Any]) -> None:
+        """The accounting's checks of a provider request as it leaves (admitted, pending acknowledged)."""
+        self.accounting.check_egress(request)
 
     def open_stream(self, steps: Iterable[Any]) -> str:
         """Number a new provider stream and serve it ``steps`` on ``provider.next``; its name."""
@@ -516,7 +521,7 @@ class CaseWorld(AccountingWorld, SignalWorld):
 
 #: The classes whose ``on_*`` methods answer the implementation's callbacks (one per method-table row):
 #: the case world and its collaborators.
-ANSWERING: tuple[type, ...] = (CaseWorld, CompactionWorld)
+ANSWERING: tuple[type, ...] = (CaseWorld, AccountingWorld, CompactionWorld)
 
 
 async def execute_case(
@@ -606,7 +611,7 @@ async def _adapter_broke(
     with contextlib.suppress(Exception):
         await adapter.recover()
     reason = exc.reason
-    if waits := world.signals_never_raised():  # the scripted situation was never reached
+    if waits := world.signals.never_raised():  # the scripted situation was never reached
         extra = ", ".join(c for c in case.capabilities if c != "core")
         reason = (
             f"signal {', '.join(waits)} never raised: the scripted situation was never reached"

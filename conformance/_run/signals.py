@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["SignalWorld"]
+__all__ = ["Signals"]
 
 _YIELDS = 3  # slack after a signal: the answer that raised it leaves the kit before the waiter's (see above)
 
 
-class SignalWorld:
-    """Mixed into the case world: the named signals of one case."""
+class Signals:
+    """The named signals of one case (a collaborator of the case world and of its accounting)."""
 
-    def init_signals(self) -> None:
+    def __init__(self) -> None:
         self._signals: dict[str, asyncio.Event] = {}
         self._waiting: set[str] = set()
 
-    def signals_never_raised(self) -> list[str]:
+    def never_raised(self) -> list[str]:
         """The signals an answer still waits for (named in the reason of a case that timed out)."""
         return sorted(n for n in self._waiting if not self._signal(n).is_set())
 
