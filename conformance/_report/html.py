@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
@@ -30,7 +31,14 @@ from relavium_conformance._report.wording import (
     warning_lines,
 )
 
-__all__ = ["CELL_STATUSES", "badge_svg", "compliance_page", "write_badges", "write_compliance_page"]
+__all__ = [
+    "CELL_STATUSES",
+    "badge_svg",
+    "badge_value",
+    "compliance_page",
+    "write_badges",
+    "write_compliance_page",
+]
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -124,12 +132,22 @@ def _label(run: RunResult) -> str:
     return impl.name + (f" {impl.version}" if impl.version else "")
 
 
-def badge_svg(run: RunResult) -> str:
-    """A small SVG badge: ``relavium conformance | N/M passed`` (green: no failure; red: some failure)."""
+def badge_value(run: RunResult) -> str:
+    """What a run's badge says: passed of every case the run holds, the unsupported ones named (a case
+    the implementation could not run is part of the denominator, not left out of it)."""
     s = run.summary
-    attempted = s.total - s.unsupported
-    value = f"{s.passed}/{attempted} passed" if attempted else "nothing run"
-    colour = "#2e7d32" if s.failed + s.errored == 0 and attempted else "#c62828"
+    if s.total == s.unsupported:
+        return "nothing tested" if s.total == 0 else f"nothing tested ({s.unsupported} unsupported)"
+    unsupported = f", {s.unsupported} unsupported" if s.unsupported else ""
+    return f"{s.passed}/{s.total} passed{unsupported}"
+
+
+def badge_svg(run: RunResult) -> str:
+    """A small SVG badge: ``relavium conformance | P/T passed, U unsupported`` (green: no failure and
+    something tested; red otherwise)."""
+    s = run.summary
+    value = badge_value(run)
+    colour = "#2e7d32" if s.failed + s.errored == 0 and s.total > s.unsupported else "#c62828"
     label = "relavium conformance"
     # Verdana 11px is about 6.5 px per character: widths need not be exact, only wide enough
     label_width, value_width = 10 + round(6.5 * len(label)), 10 + round(6.5 * len(value))
@@ -178,12 +196,12 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
         for clause in run.clauses:
             cases[clause.id] += [c for c in clause.cases if c not in cases[clause.id]]
     anchors = {(impl.index, f.case.id): f.anchor for impl in implementations for f in impl.failures}
-    areas: list[dict[str, object]] = []
+    by_key: dict[str, dict[str, Any]] = {}  # each area once, where its first clause comes
     for clause_id in clause_ids:
         prefix, area = clause_id.split("-")[:2]
         key = f"{prefix}-{area}"
-        if not areas or areas[-1]["key"] != key:
-            areas.append({"key": key, "title": AREAS.get(prefix, {}).get(area, ""), "clauses": []})
+        if key not in by_key:
+            by_key[key] = {"key": key, "title": AREAS.get(prefix, {}).get(area, ""), "clauses": []}
         row = {
             "id": clause_id,
             "summary": clause_summary(clause_id),
@@ -201,7 +219,17 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
                 for impl in implementations
             ],
         }
-        areas[-1]["clauses"].append(row)  # type: ignore[attr-defined]
+        by_key[key]["clauses"].append(row)
+    areas = list(by_key.values())
+    for area in areas:
+        rows = area["clauses"]
+        area["applicable"] = sum(
+            any(cell["status"] != "not-applicable" for cell in row["cells"]) for row in rows
+        )
+        area["counts"] = [  # per implementation: how many of the area's clauses have each status
+            {status: sum(row["cells"][i]["status"] == status for row in rows) for status in CELL_STATUSES}
+            for i in range(len(implementations))
+        ]
     revisions = sorted({run.context.spec_revision for run in runs if run.context is not None})
     return (
         _environment()
@@ -211,10 +239,10 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
             areas=areas,
             statuses=CELL_STATUSES,
             revisions=revisions,
-            totals={
-                status: sum(impl.cells.get(cid) == status for impl in implementations for cid in clause_ids)
-                for status in CELL_STATUSES
-            },
+            clause_counts=[
+                {status: sum(cell == status for cell in impl.cells.values()) for status in CELL_STATUSES}
+                for impl in implementations
+            ],
         )
     )
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_report_diffs import _prompt_editing_factory
@@ -202,3 +204,91 @@ def test_a_results_file_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None
     path.write_text(json.dumps({"results_version": 1}))
     assert main(["report", str(path), "--html", str(tmp_path / "out.html")]) == 2
     assert not (tmp_path / "out.html").exists()
+
+
+def _with_unsupported(run: RunResult) -> RunResult:
+    """``run`` with one more case, unsupported (the badge must count it)."""
+    from relavium_conformance._report.results import CaseResult, CaseStatus
+
+    extra = CaseResult.model_validate(
+        {"id": "tools/needs-tools", "title": "t", "status": CaseStatus.UNSUPPORTED, "reason": "needs tools"}
+    )
+    return RunResult.build(
+        implementation=run.implementation,
+        cases=[*run.cases, extra],
+        catalogue=_catalogue(),
+        started_at=run.started_at,
+        duration_ms=run.duration_ms,
+    )
+
+
+def _catalogue() -> list[object]:
+    from relavium_conformance._corpus.catalogue import load_catalogue
+
+    return list(load_catalogue().clauses)
+
+
+def test_the_page_heads_each_implementation_and_folds_what_does_not_apply(
+    page: tuple[Path, list[RunResult]],
+) -> None:
+    """A headline per implementation (never a sum across them), an area overview with counts, the
+    not-applicable clauses folded, fixed column widths; the badge counts the unsupported cases."""
+    from relavium_conformance._report.html import badge_value
+
+    text = page[0].read_text(encoding="utf-8")
+    runs = page[1]
+    assert 'id="totals"' not in text  # the old sum of clause counts across implementations
+    assert text.count('<tr class="headline-row"') == len(runs)
+    areas = {clause.id.rsplit("-", 1)[0] for clause in runs[0].clauses}
+    assert text.count('<tr class="overview-row"') == len(areas)
+    assert text.count('<table class="matrix"') == len(areas)
+    assert text.count("<colgroup>") == len(areas) + 2  # every matrix, the overview and the headline
+    assert "table-layout: fixed" in text
+    not_applicable = sum(c.status is ClauseStatus.NOT_APPLICABLE for c in runs[0].clauses)
+    assert len(re.findall(r'<tr class="clause[^"]* not-applicable-row"', text)) == not_applicable > 0
+    for control in ('id="failures-only"', 'id="area-filter"', 'id="search"', 'id="show-not-applicable"'):
+        assert control in text
+    with_unsupported = _with_unsupported(runs[0])
+    s = with_unsupported.summary
+    assert badge_value(with_unsupported) == f"{s.passed}/{s.total} passed, 1 unsupported"
+    assert s.total == s.passed + s.failed + s.errored + 1
+
+
+@needs_browser
+@pytest.mark.parametrize(
+    ("fragment", "shown"),
+    [
+        ("", lambda rows: [r for r in rows if r["applicable"]]),
+        ("#na=1", lambda rows: rows),
+        ("#failing=1", lambda rows: [r for r in rows if r["failing"]]),
+        (
+            "#area=AS-LIFE",
+            lambda rows: [r for r in rows if r["applicable"] and r["id"].startswith("AS-LIFE-")],
+        ),
+        ("#search=abort", lambda rows: [r for r in rows if r["applicable"] and "abort" in r["text"]]),
+    ],
+)
+def test_headless_chromium_applies_the_filters(
+    page: tuple[Path, list[RunResult]], tmp_path: Path, fragment: str, shown: Any
+) -> None:
+    """The filters run in the browser (set here from the link's fragment): the rows left visible are
+    exactly those each filter keeps."""
+    path, _runs_read = page
+    result = _browser(tmp_path, "--dump-dom", path.as_uri() + fragment)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert _console_messages(result.stderr) == []
+    dom = _Dom()
+    dom.feed(result.stdout)
+    rows = [
+        {
+            "id": a["data-clause"],
+            "text": a["data-text"],
+            "failing": "has-failure" in a["class"].split(),
+            "applicable": "not-applicable-row" not in a["class"].split(),
+        }
+        for tag, a in dom.elements
+        if tag == "tr" and "data-clause" in a
+    ]
+    expected = shown(rows)
+    assert expected
+    assert dom.body.get("data-shown") == str(len(expected)), fragment
