@@ -231,6 +231,8 @@ class StdioAdapter:
         )
 
     async def _serve(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "hello":  # what a program that echoes its input (``cat``) sends back first
+            raise RpcError(-32601, "hello is the kit's request, never the implementation's (is it echoing?)")
         if self._callback is None:
             raise RpcError(-32601, f"the kit is not serving callbacks now ({method})")
         return await self._callback(method, params)

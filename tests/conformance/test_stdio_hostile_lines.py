@@ -92,3 +92,12 @@ def test_a_late_duplicate_answer_is_blamed_on_the_case_that_asked(tmp_path: Path
     assert "no pending request" not in (cases[second]["reason"] or "")
     for noise in NOISE:
         assert noise not in done.stderr
+
+
+def test_a_program_echoing_its_input_is_told_apart(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    done = _run("stdio:cat", report, "--select", CASE)
+    assert done.returncode == 3
+    (case,) = json.loads(report.read_text(encoding="utf-8"))["cases"]
+    assert case["handshake_failed"] is True
+    assert "hello is the kit's request, never the implementation's (is it echoing?)" in case["reason"]
