@@ -51,6 +51,10 @@ def hostile_line(mode: str, request_id: int) -> bytes:
     raise SystemExit(f"unknown mode {mode}")
 
 
+def created(request_id: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"sessionId": "s"}}).encode() + b"\n"
+
+
 def main() -> int:
     mode = sys.argv[1]
     out = sys.stdout.buffer
@@ -66,11 +70,9 @@ def main() -> int:
             continue
         if method == "session.create" and mode == "late":
             if earlier is not None:
-                out.write(json.dumps({"jsonrpc": "2.0", "id": earlier, "result": {"sessionId": "s"}}).encode())
-                out.write(b"\n")
+                out.write(created(earlier))  # the earlier case's request, answered a second time
             earlier = message["id"]
-            out.write(json.dumps({"jsonrpc": "2.0", "id": earlier, "result": {"sessionId": "s"}}).encode())
-            out.write(b"\n")
+            out.write(created(earlier))
         elif method == "session.create":
             out.write(hostile_line(mode, message["id"]) + b"\n")
         else:
