@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
         default=1,
         metavar="N",
         help="run the cases on N instances of the implementation at once (N kit processes, each with its "
-        "own subprocess or in-process engine); the results are those of -j 1 (default 1)",
+        "own subprocess or in-process engine); the results are those of -j 1 (default 1). Where fork is "
+        "missing (Windows) the cases run one after another, with a warning",
     )
     parser.add_argument(
         "--shard",

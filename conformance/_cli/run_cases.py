@@ -36,6 +36,7 @@ from relavium_conformance._report.writers import (
     write_junit,
     write_markdown,
 )
+from relavium_conformance._run import parallel
 from relavium_conformance._run.parallel import run_cases_parallel
 from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases, run_sync, sigterm_cancels
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
@@ -200,6 +201,12 @@ def _parallel(
     on_case_start: Callable[[str], None],
     on_case_end: Callable[[CaseResult], None],
 ) -> RunOutcome:
+    if not parallel.fork_available():  # (Windows): said, not done quietly
+        print(
+            f"{PROG} run: warning: -j {args.jobs}: this platform cannot fork worker processes; "
+            "the cases run one after another in this process",
+            file=sys.stderr,
+        )
     def ended(result: CaseResult) -> None:
         on_case_start(result.id)
         on_case_end(result)

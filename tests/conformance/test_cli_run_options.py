@@ -143,3 +143,14 @@ def test_the_store_profile_refuses_the_options_it_cannot_honour_by_name(
         err = capsys.readouterr().err
         assert code == 2, option
         assert f"--profile session-store does not take {named} (" in err
+
+
+def test_jobs_where_fork_is_missing_say_they_run_serially(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from relavium_conformance._run import parallel
+
+    monkeypatch.setattr(parallel, "fork_available", lambda: False)
+    assert main(["run", "-j", "3", "--select", "commands/*"]) == 0
+    err = capsys.readouterr().err
+    assert "-j 3: this platform cannot fork worker processes; the cases run one after another" in err
