@@ -216,7 +216,7 @@ def baseline_from_run(
     )
     return Baseline(
         implementation=run.implementation.name,
-        profile=profile,  # type: ignore[arg-type]  # (one of PROFILES: the run's --profile)
+        profile=profile,  # (one of PROFILES: the run's --profile)
         capabilities=tuple(sorted(run.implementation.capabilities)) or None,
         known_failures=entries,
     )

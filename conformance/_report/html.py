@@ -221,12 +221,12 @@ def compliance_page(runs: Sequence[RunResult]) -> str:
         }
         by_key[key]["clauses"].append(row)
     areas = list(by_key.values())
-    for area in areas:
-        rows = area["clauses"]
-        area["applicable"] = sum(
+    for group in areas:
+        rows = group["clauses"]
+        group["applicable"] = sum(
             any(cell["status"] != "not-applicable" for cell in row["cells"]) for row in rows
         )
-        area["counts"] = [  # per implementation: how many of the area's clauses have each status
+        group["counts"] = [  # per implementation: how many of the area's clauses have each status
             {status: sum(row["cells"][i]["status"] == status for row in rows) for status in CELL_STATUSES}
             for i in range(len(implementations))
         ]

@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._errors import KitUsageError
@@ -29,8 +29,9 @@ from relavium_conformance._report.results import (
 __all__ = ["group_shards", "merge_shards", "parse_shard", "selection_hash", "take_shard"]
 
 
-class _HasId:
-    id: str
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
 
 
 S = TypeVar("S", bound=_HasId)

@@ -222,7 +222,7 @@ def _with_unsupported(run: RunResult) -> RunResult:
     )
 
 
-def _catalogue() -> list[object]:
+def _catalogue() -> list[Any]:
     from relavium_conformance._corpus.catalogue import load_catalogue
 
     return list(load_catalogue().clauses)
