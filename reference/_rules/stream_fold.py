@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from relavium_reference._model.llm import (
@@ -105,8 +105,22 @@ class RoundFold:
         return bool(self.text or self.calls)
 
 
-def _with(state: RoundFold, **changes: Any) -> RoundFold:
-    return replace(state, **changes)
+def _with(
+    state: RoundFold,
+    *,
+    reasoning: tuple[ReasoningBlock, ...] | None = None,
+    calls: tuple[CallDraft, ...] | None = None,
+    reasoning_at: Mapping[str, int] | None = None,
+    call_at: Mapping[str, int] | None = None,
+) -> RoundFold:
+    return RoundFold(
+        state.text,
+        state.reasoning if reasoning is None else reasoning,
+        state.calls if calls is None else calls,
+        state.end,
+        state.reasoning_at if reasoning_at is None else reasoning_at,
+        state.call_at if call_at is None else call_at,
+    )
 
 
 def _replaced(items: tuple[Any, ...], index: int, item: Any) -> tuple[Any, ...]:
@@ -117,14 +131,16 @@ def fold_chunk(state: RoundFold, chunk: object) -> RoundFold:
     """The state after ``chunk`` (see the module docstring for the rules); never raises."""
     if state.end is not None:
         return state
-    if isinstance(chunk, TextDelta):
-        return _with(state, text=state.text + chunk.text)
+    if isinstance(chunk, TextDelta):  # the hot path: one new state, no copying beyond the text
+        return RoundFold(
+            state.text + chunk.text, state.reasoning, state.calls, None, state.reasoning_at, state.call_at
+        )
     if isinstance(chunk, (ReasoningStart, ReasoningDelta, ReasoningEnd)):
         return _fold_reasoning(state, chunk)
     if isinstance(chunk, (ToolCallStart, ToolCallDelta, ToolCallEnd)):
         return _fold_call(state, chunk)
     if isinstance(chunk, (StopChunk, StreamErrorChunk)):
-        return _with(state, end=chunk)
+        return RoundFold(state.text, state.reasoning, state.calls, chunk, state.reasoning_at, state.call_at)
     return state
 
 
