@@ -643,20 +643,23 @@ class RunResult(KitStrict):
 def exit_code(run: RunResult, comparison: BaselineComparison | None = None) -> ExitCode:
     """The exit status for ``run``; ``comparison`` defaults to the one recorded on the run.
 
-    Precedence: an interrupted run, then nothing tested (no case selected, or every selected case
-    unsupported: a gate that tested nothing never passes), then an implementation that never started,
-    then a missing required capability, then failures.  A usage error is raised
-    (:class:`KitUsageError`) before there is a run, so it never comes from here.
+    Precedence: an interrupted run, then no case selected, then an implementation that never started,
+    then a missing required capability (dropping one turns failing cases into unsupported ones: the gate
+    must still fail), then nothing tested (every selected case unsupported: a gate that tested nothing
+    never passes), then failures.  A usage error is raised (:class:`KitUsageError`) before there is a
+    run, so it never comes from here.
     """
     if run.interrupted:
         return ExitCode.TERMINATED if run.interrupted_by == "SIGTERM" else ExitCode.INTERRUPTED
-    if all(case.status is CaseStatus.UNSUPPORTED for case in run.cases):  # (also: no case at all)
+    if not run.cases:
         return ExitCode.NO_CASES
     attempted = [case for case in run.cases if case.status is not CaseStatus.UNSUPPORTED]
     if attempted and all(case.handshake_failed for case in attempted):
         return ExitCode.NOT_STARTED
     if run.capabilities is not None and not run.capabilities.ok:
         return ExitCode.FAILED
+    if not attempted:
+        return ExitCode.NO_CASES
     comparison = comparison if comparison is not None else run.baseline
     if comparison is None:
         return ExitCode.FAILED if run.failures() else ExitCode.OK

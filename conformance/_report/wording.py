@@ -167,7 +167,7 @@ def exit_line(run: RunResult, code: ExitCode | None = None) -> str:
     elif code is ExitCode.NO_CASES:
         n = run.summary.unsupported
         why.append(
-            f"{'the' if n == 1 else f'all {n}'} selected case{'s' if n != 1 else ''} unsupported: "
+            f"{'the' if n == 1 else f'all {n}'} selected case{'s are' if n != 1 else ' is'} unsupported: "
             "each needs a capability the implementation does not declare"
             if n
             else "no case selected"

@@ -113,7 +113,7 @@ def test_a_run_in_which_nothing_could_run_exits_4_as_fuzz_and_interop_do(
     code = cli.main(["run", "--adapter", port, "--select", "resume/*", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert code == 4, out
-    assert "exit 4: NOTHING TESTED (all 22 selected cases unsupported" in out
+    assert "exit 4: NOTHING TESTED (all 22 selected cases are unsupported" in out
     assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["summary"]["unsupported"] == 22
     assert cli.main(["interop", "--adapter", port, "--adapter", "reference"]) == 4
     assert "exit 4: NOTHING TESTED" in capsys.readouterr().out

@@ -96,7 +96,7 @@ def misuses(tmp: Path) -> list[tuple[str, list[str], str]]:
             ["report", str(latin), "--html", str(tmp / "p.html")],
             "not a results document",
         ),
-        ("report-no-output", ["report", str(latin)], "needs --html, --badges or --markdown"),
+        ("report-no-output", ["report", str(latin)], "needs --html, --badges, --markdown, --json or --junit"),
         ("report-html-under-a-file", ["report", str(latin), "--html", str(latin / "p.html")], "is a file"),
         ("no-command", [], "COMMAND"),
         (

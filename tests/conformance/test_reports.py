@@ -529,7 +529,7 @@ def test_exit_line_names_empty_and_unstarted_runs() -> None:
     assert exit_line(make_run(catalogue=[])) == "exit 4: NOTHING TESTED (no case selected)"
     unsupported = make_run(case("a/b", "unsupported"), case("a/c", "unsupported"), catalogue=[])
     assert exit_line(unsupported) == (
-        "exit 4: NOTHING TESTED (all 2 selected cases unsupported: each needs a capability the "
+        "exit 4: NOTHING TESTED (all 2 selected cases are unsupported: each needs a capability the "
         "implementation does not declare)"
     )
     unstarted = make_run(case("a/b", "errored", handshake_failed=True), catalogue=[])

@@ -308,6 +308,13 @@ def test_a_run_that_tested_nothing_never_exits_ok() -> None:
     assert exit_code(run_of(case("a/b", "unsupported"))) is ExitCode.NO_CASES
     assert exit_code(run_of(case("a/b", "unsupported")), comparison()) is ExitCode.NO_CASES
     assert exit_code(run_of(case("a/b", "unsupported"), case("a/c"))) is ExitCode.OK
+    # a capability dropped below the baseline's turns failures into unsupported cases: the gate still fails
+    from relavium_conformance._report.results import CapabilityGate
+
+    gated = run_of(case("a/b", "unsupported")).with_capability_gate(
+        CapabilityGate(required=("resume",), missing=("resume",), sources=("b.yaml",))
+    )
+    assert exit_code(gated) is ExitCode.FAILED
 
 
 @pytest.mark.parametrize("status", ["failed", "errored"])
