@@ -112,7 +112,7 @@ class ForkedFromEverywhere(SqliteSessionStore):
     name="pg-fork-not-transactional",
     summary="the PostgreSQL store's fork commits the new row first, then copies the entries one "
     "statement at a time, then the ownership row: a replica killed mid-fork leaves a partial copy",
-    clauses=("SS-FORK-004", "SS-FORK-009"),
+    clauses=("SS-FORK-009",),
     kind="pg",
 )
 class PgForkNotTransactional(PostgresSessionStore):
