@@ -15,7 +15,7 @@ import copy
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -372,14 +372,6 @@ async def _declaration(world: StoreWorld, scenario: dict[str, Any]) -> None:
 SCENARIOS = {"register-race": _register_race, "declaration": _declaration}
 
 
-def _scenario(kind: str) -> Any:
-    """The scenario function of ``kind`` (``None`` for an unknown one): the kit's own, or a replica
-    scenario (``_store/replicas.py``)."""
-    from relavium_conformance._store.replicas import REPLICA_SCENARIOS
-
-    return SCENARIOS.get(kind) or REPLICA_SCENARIOS.get(kind)
-
-
 async def _vector_case(world: StoreWorld, case: StoreVectorCase) -> None:
     differences: list[Difference] = []
     method = f"pure.{case.function}"
@@ -425,9 +417,15 @@ def _no_replicas(case: AnyStoreCase, pool: ConnectionPool) -> str | None:
 
 
 async def execute_store_case(
-    case: AnyStoreCase, pool: ConnectionPool, hello: HelloResult, *, timeout: float = 15.0
+    case: AnyStoreCase,
+    pool: ConnectionPool,
+    hello: HelloResult,
+    *,
+    timeout: float = 15.0,
+    scenarios: Mapping[str, Callable[[StoreWorld, dict[str, Any]], Awaitable[None]]] | None = None,
 ) -> CaseResult:
-    """Run one store case over the pool's connections and fresh storage; never raises for a case."""
+    """Run one store case over the pool's connections and fresh storage; never raises for a case.
+    ``scenarios`` adds kit-driven scenarios to this module's own (the runner adds the replica ones)."""
     started = time.perf_counter()
     declaration = declaration_of(tuple(hello.capabilities))
     reason = unsupported_reason(case, declaration) or _no_replicas(case, pool)
@@ -440,7 +438,7 @@ async def execute_store_case(
                 await _vector_case(world, case)
             elif case.scenario is not None:
                 kind = str(case.scenario.get("kind"))
-                scenario = _scenario(kind)
+                scenario = {**SCENARIOS, **(scenarios or {})}.get(kind)
                 if scenario is None:
                     raise KitUsageError(f"{case.id}: unknown scenario {kind!r}")
                 await scenario(world, case.scenario)

@@ -22,6 +22,7 @@ from relavium_conformance._report.results import (
 )
 from relavium_conformance._store.cases import AnyStoreCase
 from relavium_conformance._store.execute import AdapterFactory, ConnectionPool, execute_store_case
+from relavium_conformance._store.replicas import REPLICA_SCENARIOS
 from relavium_conformance._wire.messages import HelloResult
 
 __all__ = ["run_store_cases"]
@@ -63,7 +64,7 @@ async def run_store_cases(
                 handshake_failed=True,
             )
         else:
-            result = await execute_store_case(case, pool, hello, timeout=timeout)
+            result = await execute_store_case(case, pool, hello, timeout=timeout, scenarios=REPLICA_SCENARIOS)
         results.append(result)
         if on_case_end:
             on_case_end(result)
