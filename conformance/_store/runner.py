@@ -22,10 +22,14 @@ from relavium_conformance._report.results import (
 )
 from relavium_conformance._store.cases import AnyStoreCase
 from relavium_conformance._store.execute import AdapterFactory, ConnectionPool, execute_store_case
+from relavium_conformance._store.history_run import HISTORY_SCENARIOS
 from relavium_conformance._store.replicas import REPLICA_SCENARIOS
 from relavium_conformance._wire.messages import HelloResult
 
 __all__ = ["run_store_cases"]
+
+_SCENARIOS = {**REPLICA_SCENARIOS, **HISTORY_SCENARIOS}
+"""The scenarios beyond the kit's own: the replica cases' and the generated programs'."""
 
 
 async def run_store_cases(
@@ -64,7 +68,7 @@ async def run_store_cases(
                 handshake_failed=True,
             )
         else:
-            result = await execute_store_case(case, pool, hello, timeout=timeout, scenarios=REPLICA_SCENARIOS)
+            result = await execute_store_case(case, pool, hello, timeout=timeout, scenarios=_SCENARIOS)
         results.append(result)
         if on_case_end:
             on_case_end(result)

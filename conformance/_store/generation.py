@@ -1,0 +1,384 @@
+"""Generated cases for the session-store profile: programs of concurrent operations, judged as histories.
+
+:func:`programs` is a Hypothesis strategy of store programs (the ``history`` scenario,
+``_store/history_run.py``) for the faces a store declares: rounds of operations sent at once over one
+to three connections (one for a store whose storage lives in its instance), with restarts and crashes
+between rounds, and, where every connection is a process of its own, a SIGKILL while a round is in
+flight.  Ids come from small pools, so operations collide: two ordinary ids, one id meant for a
+placement (claim-form acquires of it are generated too), and the ids forks answered.
+
+:func:`fuzz_store` runs up to ``examples`` programs against an implementation in batches (a fixed seed
+gives the same programs, batch after batch), judges each history (``_store/history_check.py``), and
+shrinks the first failure to the smallest program Hypothesis finds; :func:`program_case` writes it as a
+store case that ``run --profile session-store --cases DIR`` replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as fixed_seed
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from relavium_conformance._errors import AdapterError, KitUsageError
+from relavium_conformance._store.execute import AdapterFactory, CaseFailure, ConnectionPool, StoreWorld
+from relavium_conformance._store.history_run import contract_of, judge_program, play_program
+from relavium_conformance._store.protocol import StoreDeclaration
+
+__all__ = [
+    "AREAS",
+    "DEFAULT_EXAMPLES",
+    "StoreFuzzOutcome",
+    "fuzz_store",
+    "needs_of",
+    "program_case",
+    "programs",
+]
+
+DEFAULT_EXAMPLES = 100
+BATCH = 25
+"""Examples per Hypothesis run; the seed of batch ``n`` is derived from the fuzz seed and ``n``."""
+
+AREAS: dict[str, tuple[str, ...]] = {
+    "lifecycle": ("acquire", "release", "touch", "forget", "pin", "unpin", "read", "write"),
+    "ownership": ("acquire", "register", "ownerOf", "fork", "release"),
+    "forks": ("acquire", "fork", "read", "write", "ownerOf", "register", "incarnationOf"),
+    "placement": ("acquire", "place", "listPlaced", "list", "release", "ownerOf"),
+    "runs": ("acquire", "noteTaskRun", "list", "release", "fork"),
+    "incarnation": ("acquire", "incarnationOf", "release", "fork"),
+}
+"""``fuzz --area``: the operations a narrowed run generates (``place``: an acquire with a placement)."""
+
+_FACE_OF = {
+    "forget": "forget",
+    "read": "forget",
+    "write": "forget",
+    "pin": "pin",
+    "unpin": "pin",
+    "noteTaskRun": "noteTaskRun",
+    "list": "list",
+    "listPlaced": "listPlaced",
+    "fork": "fork",
+    "register": "ownership",
+    "ownerOf": "ownership",
+    "incarnationOf": "incarnationOf",
+}
+
+CLAUSES: dict[str, tuple[str, ...]] = {
+    "acquire": ("SS-LIFE-004", "SS-LIFE-005", "SS-LIFE-006"),
+    "place": ("SS-PLACE-015", "SS-PLACE-016", "SS-PLACE-017"),
+    "register": ("SS-REG-001", "SS-REG-003"),
+    "ownerOf": ("SS-OWN-002", "SS-OWN-003", "SS-OWN-004", "SS-OWN-005"),
+    "fork": ("SS-FORK-004", "SS-FORK-005", "SS-FORK-012"),
+    "release": ("SS-LIFE-010", "SS-LIFE-011", "SS-REG-005", "SS-PLACE-014"),
+    "forget": ("SS-LIFE-012",),
+    "read": ("SS-LIFE-012", "SS-LIFE-003"),
+    "write": ("SS-LIFE-003", "SS-FORK-006"),
+    "noteTaskRun": ("SS-RUN-020", "SS-RUN-022", "SS-RUN-024"),
+    "list": ("SS-RUN-002", "SS-RUN-026", "SS-RUN-027", "SS-PLACE-012"),
+    "listPlaced": ("SS-PLACE-005", "SS-PLACE-018"),
+    "incarnationOf": ("SS-INC-001", "SS-INC-002", "SS-INC-004"),
+    "restart": ("SS-GEN-007", "SS-LIFE-003", "SS-PLACE-011"),
+    "crash": ("SS-GEN-007",),
+}
+"""The clauses a program's operations are judged by (a written case cites those of its operations)."""
+
+_IDS = ("s1", "s2")
+_PLACED_ID = "p1"
+_FORKS = ("$f1", "$f2")
+
+
+def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
+    wanted = AREAS[area] if area is not None else tuple({op for ops in AREAS.values() for op in ops})
+    out = []
+    for op in sorted(wanted):
+        face = _FACE_OF.get(op)
+        if face is not None and face not in declaration.faces:
+            continue
+        if op in ("place", "listPlaced") and declaration.placements is None:
+            continue
+        out.append(op)
+    return out
+
+
+def _op(kind: str, via: str, data: st.DataObject) -> dict[str, Any]:
+    ids = [*_IDS, _PLACED_ID, *_FORKS] if kind != "fork" else [*_IDS, *_FORKS]
+    sid = data.draw(st.sampled_from(ids))
+    params: dict[str, Any]
+    if kind == "acquire":
+        params = {"sessionId": sid}
+        if data.draw(st.booleans()):
+            params["requireExisting"] = True
+    elif kind == "place":
+        scope, handle = (
+            data.draw(st.sampled_from(["t1", "t2", None])),
+            data.draw(st.sampled_from(["h1", None])),
+        )
+        placement = {
+            "kind": "subagent",
+            **({"scope": scope} if scope else {}),
+            **({"handle": handle} if handle else {}),
+        }
+        params = {"sessionId": _PLACED_ID, "placement": placement}
+        if data.draw(st.booleans()):
+            params["requireExisting"] = True
+        return {"op": "acquire", "via": via, "params": params}
+    elif kind == "register":
+        params = {"sessionId": sid, "owner": data.draw(st.sampled_from(["alice", "bob", None]))}
+    elif kind == "fork":
+        params = {"sourceId": sid}
+        owner = data.draw(st.sampled_from(["inherit", None, "carol"]))
+        if owner != "inherit":
+            params["owner"] = owner
+        return {"op": "fork", "via": via, "params": params, "name": "f"}
+    elif kind == "noteTaskRun":
+        params = {"sessionId": sid, "taskId": data.draw(st.sampled_from(["t1", "t2"]))}
+        if data.draw(st.booleans()):
+            params["runId"] = data.draw(st.sampled_from(["r1", "r2"]))
+    elif kind == "listPlaced":
+        params = {"kind": "subagent"}
+        scope = data.draw(st.sampled_from([None, "t1"]))
+        if scope:
+            params["scope"] = scope
+    elif kind == "list":
+        params = {}
+    elif kind == "write":
+        params = {"sessionId": sid, "entry": "w"}
+    else:
+        params = {"sessionId": sid}
+    return {"op": kind, "via": via, "params": params}
+
+
+def _number(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give each fork its name and each written entry its id, in program order."""
+    forks, entries = 0, 0
+    for step in rounds:
+        for op in step.get("ops", ()):
+            if op["op"] == "fork":
+                forks += 1
+                op["name"] = f"f{forks}"
+            if op["op"] == "write":
+                entries += 1
+                op["params"]["entry"] = f"w{entries}"
+    return rounds
+
+
+def programs(
+    declaration: StoreDeclaration, *, area: str | None = None, processes: bool = False
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Store programs for ``declaration`` (module doc); ``processes``: crashes may land mid-round."""
+    kinds = _available(declaration, area)
+    if not kinds:
+        raise KitUsageError(f"the store declares no face the area {area!r} needs")
+    shared = declaration.durability == "durable"
+
+    @st.composite
+    def program(draw: Any) -> dict[str, Any]:
+        data = draw(st.data())
+        count = draw(st.integers(1, 3)) if shared else 1
+        names = [chr(ord("a") + i) for i in range(count)]
+        rounds: list[dict[str, Any]] = []
+        for _ in range(draw(st.integers(1, 6))):
+            what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "ops", "restart", "crash"]))
+            if what == "restart":
+                rounds.append({"restart": True})
+                continue
+            crash = draw(st.sampled_from(names)) if what == "crash" else None
+            if crash is not None and not (processes and draw(st.booleans())):
+                rounds.append({"crash": crash})
+                continue
+            size = draw(st.integers(1, 4))
+            ops = [_op(draw(st.sampled_from(kinds)), draw(st.sampled_from(names)), data) for _ in range(size)]
+            rounds.append({"ops": ops, **({"crash": crash} if crash else {})})
+        return {"kind": "history", "connections": count, "processes": processes, "rounds": _number(rounds)}
+
+    return program()
+
+
+def _ops_of(program: Mapping[str, Any]) -> list[str]:
+    found = []
+    for step in program.get("rounds", ()):
+        if step.get("restart"):
+            found.append("restart")
+        if step.get("crash"):
+            found.append("crash")
+        for op in step.get("ops", ()):
+            found.append("place" if op["op"] == "acquire" and "placement" in op["params"] else op["op"])
+    return found
+
+
+def needs_of(program: Mapping[str, Any], declaration: StoreDeclaration) -> list[str]:
+    """The store capability words a program needs to be played as it was generated."""
+    needs = {_FACE_OF[op] for op in _ops_of(program) if op in _FACE_OF}
+    if "place" in _ops_of(program) and declaration.placements is not None:
+        needs.add(f"placements:{declaration.placements}")
+    if int(program.get("connections", 1)) > 1 or declaration.durability == "durable":
+        needs.add(declaration.durability)  # the model of restarts (and shared storage) is the declared one
+    if program.get("processes"):
+        needs.add("replicas")
+    return sorted(needs)
+
+
+def program_case(program: Mapping[str, Any], declaration: StoreDeclaration, why: str, title: str) -> str:
+    """A failing program as a store case file (YAML), named by a digest of the program."""
+    digest = hashlib.sha256(json.dumps(program, sort_keys=True).encode()).hexdigest()[:10]
+    clauses = sorted({c for op in _ops_of(program) for c in CLAUSES.get(op, ())}) or ["SS-LIFE-005"]
+    document = {
+        "id": f"store/generated-{digest}",
+        "title": title,
+        "clauses": clauses,
+        "kit_defined": ["KD-SS-4"],
+        "needs": needs_of(program, declaration),
+        "scenario": dict(program),
+    }
+    out = io.StringIO()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = None
+    yaml.width = 110
+    yaml.dump(document, out)
+    return f"# {why}\n" + out.getvalue()
+
+
+@dataclass
+class StoreFuzzOutcome:
+    examples: int = 0
+    seconds: float = 0.0
+    failure: dict[str, Any] | None = None
+    """The shrunk failing program."""
+    message: str = ""
+    history: list[str] = field(default_factory=list)
+    out_of_time: bool = False
+
+
+class _Found(Exception):
+    """A program whose history the contract does not explain (Hypothesis shrinks it)."""
+
+
+async def run_program(
+    factory: AdapterFactory,
+    replicas: AdapterFactory | None,
+    declaration: StoreDeclaration,
+    program: Mapping[str, Any],
+    timeout: float,
+) -> tuple[str, list[str]]:
+    """Play one program on fresh storage; ``("", history)`` when the history is explained, else why not."""
+    pool = ConnectionPool(factory, replicas)
+    processes = bool(program.get("processes"))
+    with tempfile.TemporaryDirectory(prefix="relavium-store-fuzz-") as location:
+        world = StoreWorld(pool, location, declaration, timeout, replicas=processes)
+        try:
+            calls = await play_program(world, program)
+            _verdict, differences = judge_program(calls, contract_of(world))
+            return (differences[0].message if differences else ""), [c.describe() for c in calls]
+        except CaseFailure as failure:
+            return failure.differences[0].message, []
+        except AdapterError as exc:
+            return f"errored: {exc.reason}", []
+        finally:
+            await world.close_all(keep_primary=False)
+            await pool.drop()
+
+
+def fuzz_store(
+    factory: AdapterFactory,
+    declaration: StoreDeclaration,
+    *,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int | None = None,
+    area: str | None = None,
+    replicas: AdapterFactory | None = None,
+    timeout: float = 15.0,
+    time_budget: float | None = None,
+    on_progress: Callable[[int, int, float], None] | None = None,
+) -> StoreFuzzOutcome:
+    """Run up to ``examples`` generated programs (module doc); the first failure comes back shrunk."""
+    processes = replicas is not None
+    strategy = programs(declaration, area=area, processes=processes)
+    outcome = StoreFuzzOutcome()
+    started = time.perf_counter()
+    runner = asyncio.Runner()
+    last: dict[str, Any] = {}
+
+    def attempt(program: dict[str, Any]) -> None:
+        why, history = runner.run(run_program(factory, replicas, declaration, program, timeout))
+        if why:
+            last.update(program=program, why=why, history=history)
+            raise _Found(why)
+
+    try:
+        batch = 0
+        while outcome.examples < examples:
+            size = min(BATCH, examples - outcome.examples)
+            test = settings(
+                max_examples=size,
+                database=None,
+                deadline=None,
+                derandomize=False,
+                phases=(Phase.generate, Phase.shrink),
+                suppress_health_check=list(HealthCheck),
+                report_multiple_bugs=False,
+            )(given(strategy)(attempt))
+            if seed is not None:
+                test = fixed_seed(seed * 1009 + batch)(test)
+            try:
+                test()
+            except _Found:
+                outcome.failure = last.get("program")
+                outcome.message, outcome.history = str(last.get("why")), list(last.get("history", []))
+                outcome.examples += size  # at most: the failing batch stopped early
+                break
+            outcome.examples += size
+            batch += 1
+            if on_progress is not None:
+                on_progress(outcome.examples, examples, time.perf_counter() - started)
+            if time_budget is not None and time.perf_counter() - started >= time_budget:
+                outcome.out_of_time = outcome.examples < examples
+                break
+    finally:
+        runner.close()
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def program_sequence(declaration: StoreDeclaration, seed: int, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` programs a fixed seed generates (for the determinism test)."""
+    drawn: list[dict[str, Any]] = []
+    strategy = programs(declaration)
+
+    def keep(program: dict[str, Any]) -> None:
+        drawn.append(program)
+
+    test = settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )(given(strategy)(keep))
+    fixed_seed(seed * 1009)(test)()
+    return drawn
+
+
+def case_yaml_for(
+    outcome: StoreFuzzOutcome, declaration: StoreDeclaration, seed: int | None, name: str
+) -> str:
+    assert outcome.failure is not None
+    why = f"found by relavium-conformance fuzz --profile session-store against {name}" + (
+        f" (seed {seed})" if seed is not None else ""
+    )
+    title = "a generated program whose history no order of its operations explains: " + outcome.message[:120]
+    return program_case(outcome.failure, declaration, why, title)
+
+
+def replay_names(history: Sequence[str]) -> str:
+    return "\n".join(history)
