@@ -2,7 +2,9 @@
 
 The differences come from the case's own expectations (marked with the kit choices they rest on), the
 world's violations, the event schema, the envelope of each instance's event stream, and (for the
-reference engine) the stored snapshot.
+reference engine) the stored snapshot.  A difference resting on a shape entry (the kit's own exact form
+where a clause states a property, :mod:`relavium_conformance._judge.kit_choices`) is a kit-choice note: it
+joins the warnings and never fails the case.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from relavium_conformance._corpus.cases import Case, CaseExpect, snapshot_path
 from relavium_conformance._corpus.catalogue import Catalogue, Clause, load_catalogue
 from relavium_conformance._judge.events import check_event_shapes
+from relavium_conformance._judge.kit_choices import SHAPE_CHOICES, split_notes
 from relavium_conformance._judge.matching import check_envelope, match
 from relavium_conformance._report.results import Difference
 
@@ -47,12 +50,13 @@ def _clauses_by_id() -> dict[str, Clause]:
 
 def case_kit_choices(case: Case) -> tuple[str, ...]:
     """The KD- choices a case's own assertions rest on: those it names, and, when every clause it cites is
-    kit-defined, those clauses' entries."""
+    kit-defined, those clauses' binding entries (a shape entry's clause is judged by its property; only a
+    ``$shape`` expectation rests on the shape itself)."""
     clauses = _clauses_by_id()
     cited = [clauses[c] for c in case.clauses if c in clauses]
     named = list(case.kit_defined)
     if cited and all(c.status == "kit-defined" for c in cited):
-        named += [c.kit_defined for c in cited if c.kit_defined]
+        named += [c.kit_defined for c in cited if c.kit_defined and c.kit_defined not in SHAPE_CHOICES]
     return tuple(dict.fromkeys(named))
 
 
@@ -166,7 +170,8 @@ def judge(
     differences += _distinct_ids(observed)
     if compare:
         differences += _snapshot_differences(case, snapshot)
-    return differences, warnings
+    differences, notes = split_notes(differences)
+    return differences, [*warnings, *notes]
 
 
 def _envelopes(observed: Observation) -> list[Difference]:

@@ -12,7 +12,15 @@ Matching rules (expected on the left, what the implementation did on the right):
   ``{$any: true}`` (present, any value), ``{$contains: "s"}`` (a string containing ``s``, or a list
   containing a matching item), ``{$not_contains: "s"}`` (``s`` appears nowhere in the value's JSON),
   ``{$len: n}``, ``{$gte: n}``, ``{$lte: n}``, ``{$one_of: [...]}``, ``{$matches: "regex"}`` (a string
-  matching it whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``).
+  matching it whole), ``{$if_present: x}`` (an optional field: absent is fine, present must match ``x``),
+  ``{$all: [...]}`` (every listed expectation matches), ``{$joined_text: x}`` (a list of content parts,
+  or of messages, read as one text: the text parts' texts joined by a blank line, so two text parts and
+  one part holding both joined by a blank line read the same, KD-PROJ-2 and KD-MSG-4; ``x`` matches it),
+  ``{$overflow_message: {model, window, tools_ran}}``
+  (the property AS-OVF-003 states of a ``context_overflow`` message, :func:`overflow_message_problems`),
+  ``{$shape: {kit_defined: KD-..., is: x}}`` (the kit's own exact shape ``x``: a mismatch is marked with
+  that entry, and the judge reports a difference resting on a shape entry as a kit-choice note that never
+  fails the case, see :mod:`relavium_conformance._judge.kit_choices`).
 
 Values are kept whole in the differences (a report shortens them for display, visibly); two texts of
 which one spans lines also carry a unified diff (``difflib``).
@@ -31,7 +39,16 @@ from typing import Any
 
 from relavium_conformance._report.results import Difference
 
-__all__ = ["ABSENT", "check_envelope", "jsonable", "match", "normalise", "text_difference", "unified_diff"]
+__all__ = [
+    "ABSENT",
+    "check_envelope",
+    "jsonable",
+    "match",
+    "normalise",
+    "overflow_message_problems",
+    "text_difference",
+    "unified_diff",
+]
 
 ABSENT = object()
 _EMBEDDED_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
@@ -249,7 +266,84 @@ def _operator(name: str, argument: Any, actual: Any, path: str) -> list[Differen
             if any(not match(option, actual) for option in argument)
             else fail("matches none of the options")
         )
+    return _composite(name, argument, actual, path, fail)
+
+
+def _composite(
+    name: str, argument: Any, actual: Any, path: str, fail: Callable[[str], list[Difference]]
+) -> list[Difference]:
+    """The operators that combine expectations or check a stated property (``actual`` is present)."""
+    if name == "$all":
+        return [d for each in argument for d in match(each, actual, path)]
+    if name == "$joined_text":
+        text = _joined_text(actual)
+        return (
+            match(argument, text, path)
+            if text is not None
+            else fail("is not a list of text parts or messages")
+        )
+    if name == "$shape":
+        marks = (argument["kit_defined"],)
+        return [d.model_copy(update={"kit_defined": marks}) for d in match(argument["is"], actual, path)]
+    if name == "$overflow_message":
+        problems = overflow_message_problems(
+            actual, str(argument["model"]), argument.get("window"), bool(argument.get("tools_ran"))
+        )
+        return fail("; ".join(problems)) if problems else []
     return fail(f"unknown operator {name}")
+
+
+def _joined_text(value: Any) -> str | None:
+    """The text of a list of content parts or of messages, text parts joined by a blank line."""
+    if not isinstance(value, list | tuple):
+        return None
+    texts: list[str] = []
+    for item in value:
+        if not isinstance(item, Mapping):
+            return None
+        if "content" in item and "role" in item:
+            inner = _joined_text(item["content"]) if isinstance(item["content"], list | tuple) else None
+            if inner is None:
+                return None
+            texts += [inner] if inner else []
+        elif item.get("type") == "text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return "\n\n".join(texts)
+
+
+_TOOLS_RAN = re.compile(r"\btools?\b[^.;]*\b(ran|run|executed|dispatched|called)\b", re.IGNORECASE)
+_NO_TOOLS = re.compile(
+    r"\b(no|not|never|without|before)\b[^.;]*\btools?\b|\btools?\b[^.;]*\b(not|never)\b", re.I
+)
+
+
+def overflow_message_problems(message: Any, model: str, window: int | None, tools_ran: bool) -> list[str]:
+    """How ``message`` fails the property AS-OVF-003 states (empty: it has it).
+
+    The message names the attempted ``model`` (as a whole word); it names the authoritative ``window`` as a
+    decimal number (digit groups may be separated by ``,``, ``.``, ``_``, a space or a thin space), or,
+    without one, says the size is unknown (the word ``unknown``) and names no number that could pass for
+    one; and it says whether tools already ran: a message of a turn that dispatched tools says tools ran
+    (``tool`` or ``tools`` followed in the same clause by ran, run, executed, dispatched or called) and
+    one of a turn that dispatched none does not say so (unless it says, with no, not, never, without or
+    before, that none ran).  The exact wording is KD-OVF-2's, a kit choice.
+    """
+    if not isinstance(message, str):
+        return ["is not a text"]
+    problems: list[str] = []
+    named = re.compile(rf"(?<![\w-]){re.escape(model)}(?![\w-])")
+    if not named.search(message):
+        problems.append(f"does not name the attempted model {model!r}")
+    rest = named.sub(" ", message)
+    numbers = [re.sub(r"[,._ \u2009]", "", n) for n in re.findall(r"\d[\d,._ \u2009]*\d|\d", rest)]
+    if window is not None and str(window) not in numbers:
+        problems.append(f"does not name the window {window}")
+    if window is None and ("unknown" not in message.lower() or any(len(n) > 2 for n in numbers)):
+        problems.append("does not say the window size is unknown")
+    said = bool(_TOOLS_RAN.search(message)) and not _NO_TOOLS.search(message)
+    if said != tools_ran:
+        problems.append("does not say tools already ran" if tools_ran else "says tools ran, none did")
+    return problems
 
 
 def normalise(value: Any, *, session_ids: Sequence[str], workdir: str | None) -> Any:
