@@ -147,14 +147,22 @@ def test_version_names_the_protocol_and_the_older_one_served() -> None:
 #: prose (titles, descriptions).  A change to a message's shape must bump ``PROTOCOL_VERSION`` (and add
 #: a changelog row to docs/protocol.md, and to ``PROTOCOL_VERSIONS`` when the kit still serves the old
 #: one); then record the new digest here, under the new version.
-SHAPES = {"1.1": "sha256:ac8d1e44cd726fe3"}
+SHAPES = {"1.1": "sha256:38b5d33b51b12794"}
 
-_PROSE = frozenset({"title", "description", "$comment"})
+_PROSE = frozenset({"title", "description", "$comment", "examples", "$id", "$schema"})
 
 
-def _without_prose(value: Any) -> Any:
+#: Keywords whose value maps names to schemas: a member named ``title`` or ``description`` is shape.
+_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _without_prose(value: Any, *, names: bool = False) -> Any:
     if isinstance(value, dict):
-        return {key: _without_prose(item) for key, item in value.items() if key not in _PROSE}
+        if names:
+            return {key: _without_prose(item) for key, item in value.items()}
+        return {
+            key: _without_prose(item, names=key in _NAMED) for key, item in value.items() if key not in _PROSE
+        }
     if isinstance(value, list):
         return [_without_prose(item) for item in value]
     return value
@@ -177,3 +185,12 @@ def test_a_change_of_message_shape_bumps_the_protocol_version() -> None:
         "(conformance/_version.py), add a changelog row in docs/protocol.md, serve or refuse the old "
         "version, then record the new digest in SHAPES"
     )
+
+
+def test_the_shape_digest_ignores_prose_but_not_members_named_like_it() -> None:
+    schema = {"title": "T", "description": "d", "properties": {"title": {"type": "string", "title": "x"}}}
+    reworded = {**schema, "description": "other words"}
+    retyped = {**schema, "properties": {"title": {"type": "integer", "title": "x"}}}
+    assert _without_prose(reworded) == _without_prose(schema)
+    assert _without_prose(retyped) != _without_prose(schema)
+    assert _without_prose(schema) == {"properties": {"title": {"type": "string"}}}
