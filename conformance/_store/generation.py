@@ -93,13 +93,14 @@ CLAUSES: dict[str, tuple[str, ...]] = {
 }
 """The clauses a program's operations are judged by (a written case cites those of its operations)."""
 
-_IDS = ("s1", "s2")
+_IDS = ("s1", "s1", "s2")
+"""Ordinary ids, ``s1`` drawn twice as often: most operations meet on one session."""
 _PLACED_ID = "p1"
 _FORKS = ("$f1", "$f2")
 
 
-def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
-    wanted = AREAS[area] if area is not None else tuple({op for ops in AREAS.values() for op in ops})
+def _available(declaration: StoreDeclaration, area: str) -> list[str]:
+    wanted = AREAS[area]
     out = []
     for op in sorted(wanted):
         face = _FACE_OF.get(op)
@@ -111,24 +112,18 @@ def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
     return out
 
 
-def _op(kind: str, via: str, data: st.DataObject) -> dict[str, Any]:
-    ids = [*_IDS, _PLACED_ID, *_FORKS] if kind != "fork" else [*_IDS, *_FORKS]
-    sid = data.draw(st.sampled_from(ids))
+def _op(kind: str, via: str, data: st.DataObject, ids: Sequence[str]) -> dict[str, Any]:
+    sid = data.draw(st.sampled_from([i for i in ids if kind != "fork" or i != _PLACED_ID]))
     params: dict[str, Any]
     if kind == "acquire":
         params = {"sessionId": sid}
         if data.draw(st.booleans()):
             params["requireExisting"] = True
     elif kind == "place":
-        scope, handle = (
-            data.draw(st.sampled_from(["t1", "t2", None])),
-            data.draw(st.sampled_from(["h1", None])),
-        )
-        placement = {
-            "kind": "subagent",
-            **({"scope": scope} if scope else {}),
-            **({"handle": handle} if handle else {}),
-        }
+        scope = data.draw(st.sampled_from(["t1", "t2", None]))
+        handle = data.draw(st.sampled_from(["h1", None]))
+        placement = {"kind": "subagent", **({"scope": scope} if scope else {})}
+        placement.update({"handle": handle} if handle else {})
         params = {"sessionId": _PLACED_ID, "placement": placement}
         if data.draw(st.booleans()):
             params["requireExisting"] = True
@@ -177,8 +172,9 @@ def programs(
     declaration: StoreDeclaration, *, area: str | None = None, processes: bool = False
 ) -> st.SearchStrategy[dict[str, Any]]:
     """Store programs for ``declaration`` (module doc); ``processes``: crashes may land mid-round."""
-    kinds = _available(declaration, area)
-    if not kinds:
+    themes = {name: _available(declaration, name) for name in ([area] if area is not None else AREAS)}
+    themes = {name: kinds for name, kinds in themes.items() if kinds}
+    if not themes:
         raise KitUsageError(f"the store declares no face the area {area!r} needs")
     shared = declaration.durability == "durable"
 
@@ -187,9 +183,13 @@ def programs(
         data = draw(st.data())
         count = draw(st.integers(1, 3)) if shared else 1
         names = [chr(ord("a") + i) for i in range(count)]
+        # swarm testing: each program uses a few kinds of operation of one area, so that they meet often
+        kinds = themes[draw(st.sampled_from(sorted(themes)))]
+        swarm = ["acquire", *draw(st.lists(st.sampled_from(kinds), min_size=1, unique=True))]
+        ids = [*_IDS, *([_PLACED_ID] if "place" in swarm else []), *(_FORKS if "fork" in swarm else [])]
         rounds: list[dict[str, Any]] = []
-        for _ in range(draw(st.integers(1, 6))):
-            what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "ops", "restart", "crash"]))
+        for _ in range(draw(st.integers(1, 8))):
+            what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "ops", "ops", "restart", "crash"]))
             if what == "restart":
                 rounds.append({"restart": True})
                 continue
@@ -197,10 +197,18 @@ def programs(
             if crash is not None and not (processes and draw(st.booleans())):
                 rounds.append({"crash": crash})
                 continue
-            size = draw(st.integers(1, 4))
-            ops = [_op(draw(st.sampled_from(kinds)), draw(st.sampled_from(names)), data) for _ in range(size)]
+            ops = [
+                _op(draw(st.sampled_from(swarm)), draw(st.sampled_from(names)), data, ids)
+                for _ in range(draw(st.integers(1, 3)))
+            ]
             rounds.append({"ops": ops, **({"crash": crash} if crash else {})})
-        return {"kind": "history", "connections": count, "processes": processes, "rounds": _number(rounds)}
+        return {
+            "kind": "history",
+            "connections": count,
+            "processes": processes,
+            "rounds": _number(rounds),
+            "observe": sorted(set(ids) - set(_FORKS)),
+        }
 
     return program()
 

@@ -14,6 +14,7 @@ A program is what ``fuzz --profile session-store`` generates and what a shrunk f
         - {crash: b}           # kill b's process (in-process: drop it without dispose)
         - ops: [...]
           crash: a             # kill a's process while the round's operations are in flight
+      observe: [s1, s2]       # then read these ids (and every named fork) through every reading face
 
 The operations of one round are sent at once (every connection corked, then uncorked); the rounds run
 one after another.  An ``op`` is a ``store.<op>`` method, or one of two kit-defined composites over one
@@ -193,7 +194,26 @@ async def play_program(world: StoreWorld, program: Mapping[str, Any]) -> list[Ca
                 _event(rec, "crash", str(crash))
             continue
         await _round(world, rec, ops, None if crash is None else str(crash))
+    if program.get("observe"):
+        await _observe(world, rec, program.get("observe"))
     return rec.calls
+
+
+async def _observe(world: StoreWorld, rec: _Recorder, ids: Any) -> None:
+    """The final reads: every id of ``ids`` (and every named fork) through every face that reads."""
+    faces = world.declaration.faces
+    names = [*(ids if isinstance(ids, list) else []), *(f"${n}" for n in rec.named)]
+    reading = (("ownerOf", "ownership"), ("incarnationOf", "incarnationOf"))
+    reads = [op for op, face in reading if face in faces]
+    reads.append("read" if "forget" in faces else "acquire")
+    for sid in names:
+        for op in reads:
+            extra = {"requireExisting": True} if op == "acquire" else {}
+            await _perform(world, rec, {"op": op, "via": "a", "params": {"sessionId": sid, **extra}})
+    if "list" in faces:
+        await _perform(world, rec, {"op": "list", "via": "a", "params": {}})
+    if "listPlaced" in faces and world.declaration.placements is not None:
+        await _perform(world, rec, {"op": "listPlaced", "via": "a", "params": {"kind": "subagent"}})
 
 
 def judge_program(calls: Sequence[Call], rules: Contract) -> tuple[HistoryVerdict, list[Difference]]:

@@ -138,3 +138,29 @@ class DisposeThrows(SqliteSessionStore):
 class SweepIgnoresPin(TtlSessionStore):
     async def pin(self, session_id: str) -> None:
         return None
+
+
+@store_break_of(
+    name="acquire-create-read-then-write",
+    summary="a claim-form acquire reads that the id is free, then (re)writes its row: two instances "
+    "creating one id at once each answer a row of their own (no in-process hand-written case catches "
+    "it; generation over two connections does)",
+    clauses=("SS-LIFE-004", "SS-INC-001"),
+)
+class AcquireCreateReadThenWrite(SqliteSessionStore):
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        if session_id is not None and not require_existing:
+            guard = self.__dict__.setdefault("_creating", {}).setdefault(session_id, asyncio.Lock())
+            async with guard:  # one instance serialises its own callers, but not another instance's
+                if self._row(session_id) is None:
+                    await asyncio.sleep(0)
+                    with self._write() as db:  # "replace": whatever another instance wrote meanwhile goes
+                        db.execute("DELETE FROM store_sessions WHERE id = ?", (session_id,))
+                return await super().acquire(session_id, placement=placement)
+        return await super().acquire(session_id, require_existing=require_existing, placement=placement)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from relavium_conformance._selftest.stores.registry import store_break_of
-from relavium_reference._host.session_store_live import StoreSession, mint_id
+from relavium_reference._host.session_store_live import INHERIT, StoreSession, mint_id
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
 from relavium_reference._model.session_store_shapes import UNKNOWN, SessionMetadata, Unknown
 
@@ -70,3 +70,22 @@ class IncarnationOfUnknownAnswers(SqliteSessionStore):
     async def incarnation_of(self, session_id: str) -> str | Unknown:
         found = await super().incarnation_of(session_id)
         return "none" if found is UNKNOWN else found
+
+
+@store_break_of(
+    name="fork-copies-incarnation",
+    summary="a fork's row copies its source's incarnation instead of minting its own: two occupants "
+    "read as one (no hand-written case catches it; generation does)",
+    clauses=("SS-INC-001",),
+)
+class ForkCopiesIncarnation(SqliteSessionStore):
+    async def fork(self, source_id: str, owner: Any = INHERIT) -> str | None:
+        new_id = await super().fork(source_id, owner)
+        if new_id is not None:
+            with self._write() as db:
+                db.execute(
+                    "UPDATE store_sessions SET incarnation ="
+                    " (SELECT incarnation FROM store_sessions WHERE id = ?) WHERE id = ?",
+                    (source_id, new_id),
+                )
+        return new_id
