@@ -354,7 +354,8 @@ class Setup(KitStrict):
 class CaseExpect(KitStrict):
     """Normative assertions on the whole case (see ``_matching`` for the matching rules)."""
 
-    session_events: tuple[str, ...] | None = None
+    session_events: tuple[str, ...] | dict[str, Any] | None = None  # the exact list, or one operator on it
+    # ({$one_of: [[...], [...]]}: orders the specification allows alike)
     event_types: tuple[str, ...] | None = None
     event_runs: tuple[str, ...] | None = None  # every event type in order, a repeated type once per run
     events: dict[str, tuple[dict[str, Any], ...] | dict[str, Any]] | None = None  # per type: the exact

@@ -78,7 +78,7 @@ def _unmet(expect: CaseExpect, observed: Observation) -> Iterator[tuple[str, lis
             continue
         if name == "session_events":
             actual = [e.get("type") for e in events if str(e.get("type", "")).startswith("session:")]
-            yield name, match(list(wanted), actual, name)
+            yield name, match(wanted if isinstance(wanted, dict) else list(wanted), actual, name)
         elif name == "event_types":
             yield name, match(list(wanted), [e.get("type") for e in events], name)
         elif name == "event_runs":
