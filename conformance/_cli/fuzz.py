@@ -18,7 +18,12 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import ExitCode, exit_code
 from relavium_conformance._report.writers import write_json, write_junit, write_markdown
 
-__all__ = ["fuzz_command", "register"]
+__all__ = ["DEPTHS", "fuzz_command", "register"]
+
+DEPTHS = {"quick": 25, "default": 100, "thorough": 500}
+"""``--depth``: examples per preset (the agent-session fuzzer's own ``PROFILES`` agree)."""
+STORE_AREAS = ("lifecycle", "ownership", "forks", "placement", "runs", "incarnation")
+"""``--area`` for the session-store profile (``_store/generation.py``'s ``AREAS``)."""
 
 
 def register(subparsers: Any) -> None:
@@ -26,22 +31,49 @@ def register(subparsers: Any) -> None:
         "fuzz",
         help="run generated cases against an implementation and shrink a failure into a golden transcript",
         description=(
-            "Generate random sequences of operations from the kit's model of the rules (lifecycle, turn "
-            "cap, abort and cancel, tool rounds, resume, user commands), run them against an "
-            "implementation, and shrink the first failure to a small golden transcript written under "
-            "--write DIR (add it to your corpus with run --cases DIR). Needs the 'strategies' extra. "
+            "Generate random sequences of operations from the kit's model of the rules (agent-session: "
+            "lifecycle, turn cap, abort and cancel, tool rounds, resume, user commands; session-store: "
+            "concurrent store operations over several connections with restarts and crashes, judged as a "
+            "history), run them against an implementation, and shrink the first failure to a small case "
+            "written under --write DIR (a golden transcript, or a store case; replay it with run --cases "
+            "DIR, adding --profile session-store for a store case). Needs the 'strategies' extra. "
             "Exit codes as run: 0 no failure found, 1 a failure, 2 usage error, 3 the implementation "
             "could not be started, 4 no generated case could run (a capability is not declared)."
         ),
     )
     parser.add_argument("--adapter", default="reference", help=f"default reference; {ADAPTER_NAMES_HELP}")
-    parser.add_argument("--examples", type=int, metavar="N", help="examples to try (overrides --profile)")
-    parser.add_argument("--seed", type=int, metavar="S", help="a fixed seed: the same examples every time")
     parser.add_argument(
         "--profile",
-        choices=("quick", "default", "thorough"),
+        default="agent-session",
+        metavar="PROFILE",
+        help="which contract to generate cases for, as in run: agent-session (default) or session-store",
+    )
+    parser.add_argument(
+        "--depth",
+        choices=tuple(DEPTHS),
         default="default",
-        help="25, 100, 500 examples",
+        help="how many examples: "
+        + ", ".join(f"{k} {v}" for k, v in DEPTHS.items())
+        + " (--examples overrides)",
+    )
+    parser.add_argument("--examples", type=int, metavar="N", help="examples to try (overrides --depth)")
+    parser.add_argument("--seed", type=int, metavar="S", help="a fixed seed: the same examples every time")
+    parser.add_argument(
+        "--area",
+        metavar="AREA",
+        help="session-store only: generate one area's operations (" + ", ".join(STORE_AREAS) + ")",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="session-store only: stop generating after about SECONDS (checked between batches of 25)",
+    )
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="session-store only: every connection a process of its own (the adapter's replicas), so that "
+        "a crash is a SIGKILL, also while a round of operations is in flight",
     )
     parser.add_argument(
         "--write",
@@ -66,6 +98,28 @@ def fuzz_command(args: argparse.Namespace) -> int:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
+    if args.profile in DEPTHS:
+        raise KitUsageError(
+            f"--profile now names the contract, as in run (agent-session or session-store); the example "
+            f"presets moved to --depth: use --depth {args.profile}"
+        )
+    if args.profile not in ("agent-session", "session-store"):
+        raise KitUsageError(f"--profile {args.profile}: choose agent-session or session-store")
+    if args.examples is not None and args.examples < 1:
+        raise KitUsageError("--examples must be at least 1")
+    if args.profile == "session-store":
+        from relavium_conformance._cli.fuzz_store import fuzz_store_command
+
+        return fuzz_store_command(args, args.examples if args.examples is not None else DEPTHS[args.depth])
+    for given, option in (
+        (args.area, "--area"),
+        (args.time_budget, "--time-budget"),
+        (args.processes, "--processes"),
+    ):
+        if given:
+            raise KitUsageError(
+                f"{option} applies to --profile session-store (the agent-session model has none yet)"
+            )
     try:
         from relavium_conformance._corpus.generated import case_to_yaml
         from relavium_conformance._run.fuzz import PROFILES, fuzz
@@ -76,9 +130,7 @@ def _fuzz(args: argparse.Namespace) -> int:
             "fuzz needs Hypothesis, which is not installed: pip install 'relavium-conformance[strategies]'"
         ) from None
 
-    examples = args.examples if args.examples is not None else PROFILES[args.profile]
-    if examples < 1:
-        raise KitUsageError("--examples must be at least 1")
+    examples = args.examples if args.examples is not None else PROFILES[args.depth]
     adapter = resolve_adapter(args.adapter, timeout=args.timeout)
     prefix = adapter_alias(args.adapter).replace(":", "-").lower()
     prefix = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in prefix).strip("-") or "fuzz"

@@ -121,7 +121,8 @@ def register(subparsers: Any) -> None:
         choices=("agent-session", "session-store"),
         default="agent-session",
         help="which contract to judge: the agent session spec (default) or the session-store contract "
-        "(which refuses --cases, -j, --require-capability and --require-all)",
+        "(whose --cases DIR holds store cases, and which refuses -j, --require-capability and "
+        "--require-all)",
     )
     parser.add_argument(
         "--require-capability",

@@ -1,7 +1,8 @@
 """``relavium-conformance run --profile session-store``: the store cases against one implementation.
 
-The options of the session profile that apply here are honoured: the adapter, ``--select`` and
-``--exclude``, the reports (``--json``, ``--junit``, ``--markdown``, ``--github-summary``), the baseline,
+The options of the session profile that apply here are honoured: the adapter, ``--cases DIR`` (store
+cases of a port's own, or those ``fuzz --profile session-store`` wrote), ``--select`` and ``--exclude``,
+the reports (``--json``, ``--junit``, ``--markdown``, ``--github-summary``), the baseline,
 ``--with-proofs``, ``--validate-protocol``, ``--trace``, ``-v``, ``--color``, ``-x`` and ``--maxfail``.
 Those that do not apply are refused by name before anything runs (:data:`NOT_FOR_STORES`).  The adapter is
 resolved once per connection, since a store case may open several (and restart them).
@@ -27,7 +28,7 @@ from relavium_conformance._report.writers import (
     write_junit,
     write_markdown,
 )
-from relavium_conformance._store.cases import load_store_cases
+from relavium_conformance._store.cases import load_store_cases, store_cases_under
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
@@ -36,7 +37,6 @@ from relavium_conformance._wire.validation import ProtocolValidator
 __all__ = ["NOT_FOR_STORES", "run_store_profile", "store_misuses"]
 
 NOT_FOR_STORES: dict[str, str] = {
-    "cases": "--cases (a port's own golden transcripts belong to the agent-session profile)",
     "jobs": "-j/--jobs (the store cases share one store: they run in one process)",
     "require_capability": "--require-capability (the catalogue's capabilities are the session profile's)",
     "require_all": "--require-all (the catalogue's capabilities are the session profile's)",
@@ -48,7 +48,6 @@ NOT_FOR_STORES: dict[str, str] = {
 def store_misuses(args: argparse.Namespace) -> list[str]:
     """The options given that the store profile cannot honour, each named with why."""
     given = {
-        "cases": bool(args.cases),
         "jobs": args.jobs > 1,
         "require_capability": bool(args.require_capability),
         "require_all": args.require_all,
@@ -69,6 +68,14 @@ def run_store_profile(args: argparse.Namespace) -> int:
     if problems:
         raise KitUsageError("; ".join(problems))
     all_cases = load_store_cases()
+    for folder in args.cases:  # a port's own store cases, or the ones fuzz --profile session-store wrote
+        all_cases = (*all_cases, *store_cases_under(folder))
+    ids = [case.id for case in all_cases]
+    if len(set(ids)) != len(ids):
+        raise KitUsageError(
+            "--cases: a store case id is used twice: "
+            + ", ".join(sorted({i for i in ids if ids.count(i) > 1}))
+        )
     cases = exclude_cases(select_or_refuse(args, all_cases), args.exclude)
     if args.list:
         for case in cases:

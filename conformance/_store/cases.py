@@ -56,6 +56,7 @@ __all__ = [
     "StoreVector",
     "StoreVectorCase",
     "load_store_cases",
+    "store_cases_under",
     "store_dir",
 ]
 
@@ -218,4 +219,23 @@ def load_store_cases() -> tuple[AnyStoreCase, ...]:
     ids = [c.id for c in out]
     if len(set(ids)) != len(ids):
         raise KitUsageError("duplicate store case ids")
+    return tuple(sorted(out, key=lambda c: c.id))
+
+
+def store_cases_under(folder: Path) -> tuple[StoreCase, ...]:
+    """The store cases in the YAML files under ``folder`` (a port's own, or what ``fuzz --profile
+    session-store`` wrote), validated as the kit's, sorted by id.  A folder with none is an error."""
+    if not folder.is_dir():
+        raise KitUsageError(f"--cases {folder}: not a directory")
+    out: list[StoreCase] = []
+    for path in sorted(folder.rglob("*.yaml")):
+        try:
+            case = StoreCase.model_validate(_read(path))
+        except ValidationError as exc:
+            raise KitUsageError(f"{path}: {exc}") from None
+        if case.id.split("/", 1)[1] != path.stem:
+            raise KitUsageError(f"{path}: the id {case.id} does not end in the file's name")
+        out.append(case)
+    if not out:
+        raise KitUsageError(f"--cases {folder}: no store case (*.yaml) found")
     return tuple(sorted(out, key=lambda c: c.id))

@@ -10,9 +10,9 @@ The model (:class:`State`) is the contract reduced to what every store with the 
 agree on: which ids are sessions, each with its committed entries, its placement tuple, the session it
 was forked from, its last recorded run and its incarnation (bound when first seen, never reused by
 another row); and the ownership rows, none, anonymous or owned.  Where the contract leaves a store a
-choice the model branches: an ordinary ``release`` may keep the history or delete it, and a deleted
-session's ownership row may outlive it; a fork of an unowned source with an explicit ``null`` owner may
-mint an anonymous row or none.
+choice the model branches: an ordinary ``release`` may keep the history or delete it, a deleted
+session's ownership row may outlive it (and a row with no session may go with a ``release`` of its
+id); a fork of an unowned source with an explicit ``null`` owner may mint an anonymous row or none.
 
 :func:`check_history` is a Wing-Gong search with memoisation (as Knossos does it): take, as the next
 operation of the order, any one that was invoked before every unplaced completed operation completed;
@@ -236,8 +236,8 @@ def _release(state: State, call: Call, rules: Contract) -> Step:
     session = state.session(sid)
     if call.outcome == "fail":
         return [], "release must not be refused"
-    if session is None:
-        outcomes = [state]
+    if session is None:  # an ownership row with no session: the contract ties no lifetime to it
+        outcomes = [state, state.with_owner(sid, None)]
     else:
         gone = state.with_session(sid, None)
         outcomes = [gone, gone.with_owner(sid, None)]

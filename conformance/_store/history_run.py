@@ -21,7 +21,9 @@ one after another.  An ``op`` is a ``store.<op>`` method, or one of two kit-defi
 connection: ``read`` (forget the cached view, acquire with ``requireExisting``, read the committed
 entries) and ``write`` (the same, then append one entry chained to what was read).  A fork may carry
 ``name``: a later ``"$name"`` parameter is the id it answered (an operation naming a fork that answered
-no id is not played).
+no id is not played).  Two writes of one session over one connection are never in one round: they would
+share the one live session the store hands out (KD-SS-4), whose appends are the caller's to order; the
+optimistic lock the model judges is between store instances.
 
 Every operation is recorded with its place on one real-time counter, sent and answered
 (:class:`~relavium_conformance._store.history_check.Call`), and the history is judged by

@@ -134,7 +134,6 @@ def test_the_store_profile_refuses_the_options_it_cannot_honour_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for option, named in (
-        (["--cases", str(tmp_path)], "--cases"),
         (["-j", "2"], "-j/--jobs"),
         (["--require-capability", "core"], "--require-capability"),
         (["--require-all"], "--require-all"),

@@ -1,7 +1,10 @@
 """The session-store profile's selftest: every broken store is caught by the cases citing its rule.
 
 A broken store is **caught** when at least one store case citing one of its clauses fails or errors
-against it, while the reference store of the same kind passes every one of those cases.  The verdicts
+against it, while the reference store of the same kind passes every one of those cases.  A break no
+hand-written case catches gets a second judge: the generated programs (``_store/generation.py``) at the
+selftest's fixed seed, whose shrunk failure is replayed as a store case against the break and the
+reference alike (where Hypothesis, the 'strategies' extra, is installed).  The verdicts
 share ``BrokenVerdict`` with the session profile, so ``proofs()`` feeds ``proven_by`` the same way.
 
 The PostgreSQL breaks run (in-process, their replicas as processes of ``stores/serve.py``) only where
@@ -10,11 +13,12 @@ The PostgreSQL breaks run (in-process, their replicas as processes of ``stores/s
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from relavium_conformance._reference.session_store_impl import ReferenceStoreImplementation, StoreKind
 from relavium_conformance._reference.session_store_pg import DSN_VARIABLE
@@ -23,6 +27,7 @@ from relavium_conformance._selftest.stores import BROKEN_STORES, BrokenStore
 from relavium_conformance._selftest.stores.serve import serve_command
 from relavium_conformance._selftest.verdicts import BrokenVerdict
 from relavium_conformance._store.cases import AnyStoreCase, load_store_cases
+from relavium_conformance._store.protocol import declaration_of
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter
 
@@ -100,7 +105,7 @@ async def check_broken_store(
         for c in references[broken.kind].cases
         if c.id in ids and c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)
     )
-    return BrokenVerdict(
+    verdict = BrokenVerdict(
         name=broken.name,
         rule=broken.rule,
         clauses=broken.clauses,
@@ -108,6 +113,41 @@ async def check_broken_store(
         failed=failed,
         reference_failed=reference_failed,
         proven=tuple(sorted(proven)),
+    )
+    if verdict.caught or broken.kind == "pg":
+        return verdict
+    return await _by_generation(broken, verdict, timeout)
+
+
+async def _by_generation(broken: BrokenStore, verdict: BrokenVerdict, timeout: float) -> BrokenVerdict:
+    """A break no hand-written case catches: generated programs at the selftest's fixed seed, the
+    shrunk failure replayed as a store case against the break and against the reference of its kind."""
+    try:
+        from relavium_conformance._store.generation import catch_by_generation
+    except ModuleNotFoundError as exc:  # no Hypothesis (the 'strategies' extra): the corpus alone judges
+        if exc.name != "hypothesis":
+            raise
+        return verdict
+    factory = _factory(f"broken:{broken.name}", broken.implementation)
+    declaration = declaration_of(tuple(broken.implementation().capabilities))
+    found = await asyncio.to_thread(catch_by_generation, factory, declaration)
+    if found is None:
+        return verdict
+    run, _hello = await run_store_cases(factory, [found.case], timeout=timeout)
+    make = functools.partial(ReferenceStoreImplementation, broken.kind)
+    reference, _hello = await run_store_cases(_factory(f"reference-{broken.kind}", make), [found.case])
+    failures = [c for c in run.cases if c.is_failure]
+    return replace(
+        verdict,
+        cases=(*verdict.cases, found.case.id),
+        failed=(*verdict.failed, *(c.id for c in failures)),
+        reference_failed=(*verdict.reference_failed, *(c.id for c in reference.cases if c.is_failure)),
+        proven=tuple(
+            sorted(
+                set(verdict.proven)
+                | (set(broken.clauses) & {k for c in failures for k in c.booked_clauses()})
+            )
+        ),
     )
 
 
