@@ -57,6 +57,7 @@ def test_chain_problems_names_a_broken_parent_and_a_repeated_id() -> None:
     assert chain_problems([{"id": "a", "parentId": "x"}])
 
 
+@pytest.mark.slow
 def test_the_sqlite_store_passes_the_replica_cases() -> None:
     statuses = _run("reference")
     assert statuses == dict.fromkeys(statuses, CaseStatus.PASSED)
@@ -76,6 +77,7 @@ def test_an_in_process_adapter_without_a_process_twin_reads_them_unsupported_say
     assert "process" in (result.reason or "")
 
 
+@pytest.mark.slow
 @needs_server
 def test_the_postgres_store_passes_every_store_case_replicas_included() -> None:
     statuses = _run("reference-pg", list(load_store_cases()))  # type: ignore[arg-type]
