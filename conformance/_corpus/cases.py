@@ -420,10 +420,16 @@ class Case(KitStrict):
     steps: Annotated[tuple[OpStep, ...], Field(min_length=1)]
     expect: CaseExpect = Field(default_factory=CaseExpect)
     wire_twin: bool = False  # the corpus also runs it over loopback HTTP as <id>-over-http (_corpus/twins.py)
+    in_process_only: tuple[Annotated[str, Field(pattern=r"^(AS|SS)-[A-Z]+-\d{3}$")], ...] = ()
+    """Clauses of the case whose check bites only in-process: the kit's own host changes a value after it
+    handed it over (a Python host can; over stdio the engine holds a JSON copy), so over stdio that part
+    passes without proving anything, and never fails a port."""
     source: str | None = None  # the file the case came from (set by the loader)
 
     @model_validator(mode="after")
     def _capabilities_are_known(self) -> Case:
+        if set(self.in_process_only) - set(self.clauses):
+            raise ValueError("in_process_only names a clause the case does not cite")
         unknown = set(self.capabilities) - KNOWN_CAPABILITIES
         if unknown:
             raise ValueError(f"unknown capabilities {sorted(unknown)}")

@@ -33,8 +33,11 @@ from typing import Any
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference, DifferenceForm
 from relavium_conformance._run.dialect_render import DIALECT_PATHS, Reply, endpoint_model, render
+from relavium_conformance._wire.messages import ProviderEndpoint
 
 __all__ = ["RECORDED_HEADERS", "DialectServer", "start_dialect_server", "stop_dialect_server"]
+
+KIT_API_KEY: str = ProviderEndpoint.model_fields["api_key"].default  # expected on every request
 
 RECORDED_HEADERS = (
     "content-type",
@@ -111,6 +114,8 @@ class DialectServer:
                 "provider": name,
                 "baseUrl": f"http://127.0.0.1:{self._port}/{name}" + ("/v1" if name == "openai" else ""),
                 "official": kind == "official",
+                # every field KD-WIRE-1 lists, so a port need not apply the schema's default to find it
+                "apiKey": KIT_API_KEY,
             }
             for name, kind in sorted(self._providers.items())
         ]
