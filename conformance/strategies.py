@@ -12,7 +12,9 @@ A Python port can run the kit's generated scenarios against its own adapter::
         [result] = run_cases_sync(my_adapter(), [case], snapshots=False).run.cases
         assert result.status.value == "passed", case_to_yaml(case)
 
-A shrunk failure prints as a golden transcript, ready for ``fixtures/transcripts/``.
+``generated_cases(area)`` narrows to one area of the model (``AREAS``: lifecycle, history, ...); with no
+area it draws from every area.  A shrunk failure prints as a golden transcript, ready for
+``fixtures/transcripts/``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ except ImportError:
     ) from None
 
 from relavium_conformance._corpus.generated import (
+    AREAS,
     GENERATED_CLAUSES,
     build_case,
     case_to_yaml,
@@ -34,4 +37,4 @@ from relavium_conformance._corpus.generated import (
     scenario_actions,
 )
 
-__all__ = ["GENERATED_CLAUSES", "build_case", "case_to_yaml", "generated_cases", "scenario_actions"]
+__all__ = ["AREAS", "GENERATED_CLAUSES", "build_case", "case_to_yaml", "generated_cases", "scenario_actions"]

@@ -1,5 +1,7 @@
-"""Fuzzing any adapter: the generated scenarios (``_corpus/generated.py``) run against an implementation,
-a failure is shrunk by Hypothesis, and the smallest failing case comes back as a golden transcript.
+"""Fuzzing any adapter: the generated cases (``_corpus/generated/``, one module per area) run against an
+implementation, a failure is shrunk by Hypothesis, and the smallest failing case comes back as a golden
+transcript.  ``area`` narrows generation to one area; a fixed ``seed`` gives the same cases (and, against
+the same implementation, the same verdicts) run after run: no verdict depends on timing.
 
 The run is an ordinary :class:`RunResult`: every example tried before the first failure is a passed case
 ``generated/example-<n>``, the shrunk failure is a failed (or errored) case ``generated/<name>``; shrink
@@ -59,8 +61,10 @@ def fuzz(
     seed: int | None = None,
     timeout: float = 15.0,
     name_prefix: str = "fuzz",
+    area: str | None = None,
 ) -> FuzzOutcome:
-    """Run up to ``examples`` generated cases; shrink and return the first failure found."""
+    """Run up to ``examples`` generated cases (of ``area``, or of every area); shrink and return the first
+    failure found.  An unknown area is a :class:`KitUsageError`."""
     try:
         from hypothesis import HealthCheck, given, settings
         from hypothesis import seed as fixed_seed
@@ -71,6 +75,7 @@ def fuzz(
             f"fuzzing needs Hypothesis ({exc.name} is missing): "
             "pip install 'relavium-conformance[strategies]'"
         ) from None
+    cases = generated_cases(area)  # an unknown area fails here, before the implementation starts
     started_at, clock = datetime.now(UTC), time.perf_counter()
     search = _Search(CaseSession(adapter, timeout=timeout))
 
@@ -82,7 +87,7 @@ def fuzz(
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(case=generated_cases())
+    @given(case=cases)
     def check(case: Case) -> None:
         search.check(case)
 

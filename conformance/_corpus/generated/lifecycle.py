@@ -1,4 +1,4 @@
-"""Generated scenarios: Hypothesis builds random cases from a model of the rules; any adapter runs them.
+"""Generated cases, area ``lifecycle``: Hypothesis builds random operation sequences; the model predicts them.
 
 The hand-written corpus pins each rule in one scenario; generated cases mix the rules in sequences no
 one wrote down: starts, sends of every kind (text, empty final, provider error, a tool round), aborts
@@ -17,11 +17,9 @@ Needs Hypothesis (the kit's ``test`` extra).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from io import StringIO
 from typing import Any
 
 from hypothesis import strategies as st
-from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.cases import Case
 
@@ -29,8 +27,7 @@ __all__ = [
     "COMPACTION_CLAUSES",
     "GENERATED_CLAUSES",
     "build_case",
-    "case_to_yaml",
-    "generated_cases",
+    "lifecycle_cases",
     "scenario_actions",
 ]
 
@@ -305,18 +302,6 @@ def build_case(actions: list[Action], max_turns: int, *, name: str = "generated"
     )
 
 
-def generated_cases() -> st.SearchStrategy[Case]:
-    """Hypothesis strategy of generated cases (use with any adapter: see ``docs/transcripts.md``)."""
+def lifecycle_cases() -> st.SearchStrategy[Case]:
+    """Cases of the lifecycle area: sequences of operations under a hard cap of 1 to 4 turns."""
     return st.builds(build_case, scenario_actions(), st.integers(min_value=1, max_value=4))
-
-
-def case_to_yaml(case: Case) -> str:
-    """A case as golden-transcript YAML (for writing a shrunk counterexample into the corpus)."""
-    data = case.model_dump(mode="json", by_alias=True, exclude_none=True)
-    data.pop("source", None)
-    out = StringIO()
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = None
-    yaml.width = 110
-    yaml.dump(data, out)
-    return out.getvalue()

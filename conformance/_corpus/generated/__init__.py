@@ -1,0 +1,69 @@
+"""Generated cases: Hypothesis builds random cases from the kit's model of the rules; any adapter runs them.
+
+The hand-written corpus pins each rule in one scenario; generated cases mix the rules in sequences no one
+wrote down and seek their boundaries.  One module per area of the agent-session profile, each a small
+model of the specification that predicts every result, refusal and event, so that each generated case
+carries its own normative assertions and runs through the ordinary case executor (and the ordinary judge)
+against any adapter.  A shrunk counterexample is an ordinary case: :func:`case_to_yaml` writes it as a
+golden transcript.
+
+Areas (``fuzz --area``): see :data:`AREAS`.  Needs Hypothesis (the kit's ``strategies`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from io import StringIO
+
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.generated.history import history_cases
+from relavium_conformance._corpus.generated.lifecycle import (
+    COMPACTION_CLAUSES,
+    GENERATED_CLAUSES,
+    build_case,
+    lifecycle_cases,
+    scenario_actions,
+)
+from relavium_conformance._errors import KitUsageError
+
+__all__ = [
+    "AREAS",
+    "COMPACTION_CLAUSES",
+    "GENERATED_CLAUSES",
+    "build_case",
+    "case_to_yaml",
+    "generated_cases",
+    "scenario_actions",
+]
+
+AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
+    "lifecycle": lifecycle_cases,
+    "history": history_cases,
+}
+"""Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
+commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds)."""
+
+
+def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
+    """Hypothesis strategy of generated cases: one area's, or every area's (use with any adapter: see
+    ``docs/transcripts.md``).  An unknown area is a :class:`KitUsageError`."""
+    if area is None:
+        return st.one_of(*(strategy() for strategy in AREAS.values()))
+    if area not in AREAS:
+        raise KitUsageError(f"no generated area {area!r}: choose one of {', '.join(AREAS)}")
+    return AREAS[area]()
+
+
+def case_to_yaml(case: Case) -> str:
+    """A case as golden-transcript YAML (for writing a shrunk counterexample into the corpus)."""
+    data = case.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("source", None)
+    out = StringIO()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = None
+    yaml.width = 110
+    yaml.dump(data, out)
+    return out.getvalue()
