@@ -280,7 +280,14 @@ def _code_roots() -> list[Path]:
 # may give cases the key does not describe, so no index is used or kept while one is in place.
 _LOADER = {
     "cases": ("load_case",),
-    "discovery": ("read_corpus", "load_transcripts", "load_transcripts_from", "load_case", "load_vector_cases"),
+    "discovery": (
+        "read_corpus",
+        "load_transcripts",
+        "load_transcripts_from",
+        "load_case",
+        "load_vector_cases",
+        "wire_twin",
+    ),
     "vectors": ("load_vector_cases", "_manifest", "_read"),
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

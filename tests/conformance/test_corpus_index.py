@@ -470,7 +470,7 @@ def test_a_stand_in_loader_function_neither_uses_nor_keeps_an_index(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = discovery_module.load_vector_cases()
-    monkeypatch.setattr(discovery_module, "load_vector_cases", lambda: real[1:])  # what a test's stand-in does
+    monkeypatch.setattr(discovery_module, "load_vector_cases", lambda: real[1:])  # a test's stand-in
     path = cache / "corpus-index.json"
     listed = corpus_index()
     assert [e.id for e in listed] == sorted(e.id for e in _expected() if e.id != real[0].id)
