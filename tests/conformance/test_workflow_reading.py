@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from relavium_conformance._corpus.discovery import load_cases
-from relavium_conformance._corpus.vectors import VectorCase
+from relavium_conformance._corpus.vectors import ExportVector, VectorCase
 from relavium_conformance._judge.workflow import workflow_refusal
 from relavium_reference import InvalidInputError
 from relavium_reference._rules.workflow_yaml import ruamel_dump
@@ -28,7 +28,7 @@ def _documents() -> list[dict[str, Any]]:
         for case in load_cases()
         if isinstance(case, VectorCase) and case.suite == "export"
         for vector in case.vectors
-        if getattr(vector, "expected_document", None)
+        if isinstance(vector, ExportVector) and vector.expected_document
     ]
 
 
