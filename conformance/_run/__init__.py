@@ -2,7 +2,7 @@
 
 Lives here: the runner (``runner.py``, ``parallel.py``, ``kept.py``), the execution of one golden
 transcript (``execute.py``, ``case_setup.py``, ``limits.py``) with the world the kit plays around it:
-provider, tools and host (``CaseWorld``), the cost governor and usage writer (``accounting.py``), the
+provider, tools and host (``case_world.py``), the cost governor and usage writer (``accounting.py``), the
 compaction callbacks (``compaction_world.py``, a collaborator behind a declared port), ordering by
 signals (``signals.py``), the scripted failure answers (``failures.py``) and the loopback HTTP dialect
 server (``dialect_server.py``, ``dialect_render.py``); the vector-suite runner (``vectors.py``),

@@ -1,6 +1,6 @@
 """The compaction half of the kit's world: summary passes and the unknown-window acknowledgement.
 
-:class:`CompactionWorld` is a collaborator of :class:`relavium_conformance._run.execute.CaseWorld`,
+:class:`CompactionWorld` is a collaborator of :class:`relavium_conformance._run.case_world.CaseWorld`,
 which answers these callbacks through it; it reaches the case world only through the narrow
 :class:`WorldPort` it is given (what was observed, perform, hold, the egress check, a new stream).  A
 ``provider.open`` whose ``purpose`` is ``summary`` is one summary pass (KD-COMP-6): it is served from the

@@ -30,7 +30,8 @@ from relavium_conformance._report.results import (
     Summary,
     one_line,
 )
-from relavium_conformance._run.execute import CaseWorld, execute_case
+from relavium_conformance._run.case_world import CaseWorld
+from relavium_conformance._run.execute import execute_case
 from relavium_conformance._run.vectors import execute_vector_case
 from relavium_conformance._version import REFERENCE_NAME
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, WirePoint

@@ -11,7 +11,7 @@ from relavium_conformance._corpus.catalogue import CAPABILITIES
 from relavium_conformance._data import schemas_dir
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._reference.session_store_impl import ReferenceStoreImplementation
-from relavium_conformance._run.execute import ANSWERING
+from relavium_conformance._run.case_world import ANSWERING
 from relavium_conformance._store.protocol import FACES, STORE_METHODS
 from relavium_conformance._wire.protocol import (
     CASE_OPERATIONS,
