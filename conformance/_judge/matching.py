@@ -313,7 +313,8 @@ def _joined_text(value: Any) -> str | None:
 
 _TOOLS_RAN = re.compile(r"\btools?\b[^.;]*\b(ran|run|executed|dispatched|called)\b", re.IGNORECASE)
 _NO_TOOLS = re.compile(
-    r"\b(no|not|never|without|before)\b[^.;]*\btools?\b|\btools?\b[^.;]*\b(not|never)\b", re.I
+    r"\b(no|without|zero)\s+(\w+\s+)?tools?\b|\btools?\s+(\w+\s+){0,2}(not|never)\b|\bbefore\s+(any\s+)?tools?\b",
+    re.IGNORECASE,
 )
 
 
@@ -325,8 +326,9 @@ def overflow_message_problems(message: Any, model: str, window: int | None, tool
     without one, says the size is unknown (the word ``unknown``) and names no number that could pass for
     one; and it says whether tools already ran: a message of a turn that dispatched tools says tools ran
     (``tool`` or ``tools`` followed in the same clause by ran, run, executed, dispatched or called) and
-    one of a turn that dispatched none does not say so (unless it says, with no, not, never, without or
-    before, that none ran).  The exact wording is KD-OVF-2's, a kit choice.
+    one of a turn that dispatched none does not say so (unless it says that none ran: no, without or zero
+    just before ``tool``, not or never just after it, or before any tool).  The exact wording is
+    KD-OVF-2's, a kit choice.
     """
     if not isinstance(message, str):
         return ["is not a text"]

@@ -27,6 +27,12 @@ from relavium_conformance._reference.impl import (
     ReferenceImplementation,
     export_workflow,
 )
+from relavium_conformance._selftest.compliant_shapes import (
+    FoldAsOnePart,
+    OwnOverflowWording,
+    OwnSummaryWrapper,
+    SummariserOwnLabels,
+)
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_conformance._wire.protocol import Callback
 
@@ -155,5 +161,30 @@ COMPLIANT_ALTERNATIVES: tuple[CompliantAlternative, ...] = (
         "its own YAML writer double-quotes every string, multi-line ones with escapes",
         ("KD-EXP-6",),
         pure=replace(REFERENCE_PURE, export_workflow=_export_own_quoting),
+    ),
+    # another exact form where a shape entry fixes one (compliant_shapes.py)
+    CompliantAlternative(
+        "own-overflow-wording",
+        "its context_overflow message has its own wording with the model, the window and the tools",
+        ("KD-OVF-2",),
+        OwnOverflowWording,
+    ),
+    CompliantAlternative(
+        "fold-as-one-part",
+        "same-role folding gives one text part joined by a blank line",
+        ("KD-PROJ-2",),
+        FoldAsOnePart,
+    ),
+    CompliantAlternative(
+        "own-summary-wrapper",
+        "the running summary travels in its own wrapper text",
+        ("KD-COMP-3",),
+        OwnSummaryWrapper,
+    ),
+    CompliantAlternative(
+        "summariser-own-labels",
+        "a summary pass labels the folded messages USER: and ASSISTANT:",
+        ("KD-COMP-11",),
+        SummariserOwnLabels,
     ),
 )
