@@ -107,8 +107,6 @@ async def sweep_kit_schemas(dsn: str, *, keep_existing: bool = True) -> list[str
 async def open_kit_store(location: str, clock: Callable[[], int], *, store_class: Any = None) -> Any:
     """The reference PostgreSQL store (or ``store_class``, a subclass: the selftest's broken ones) for
     one kit location (``store.open``)."""
-    import psycopg
-
     from relavium_reference._host.session_store_postgres import PostgresSessionStore
 
     dsn = kit_dsn()
@@ -116,7 +114,7 @@ async def open_kit_store(location: str, clock: Callable[[], int], *, store_class
     schema = schema_for(location)
     store = await (store_class or PostgresSessionStore).open(dsn, schema, clock=clock)
     mark = json.dumps({"host": _host(), "location": os.path.realpath(location)})
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+    async with store.pool.connection() as conn:  # the store's own pool: no connection more
         await conn.execute(f'COMMENT ON SCHEMA "{schema}" IS {_literal(mark)}')
     return store
 

@@ -28,7 +28,14 @@ Step kinds (exactly one of ``op``, ``advance``, ``restart``, ``concurrent``, ``c
   item of a saved list agrees at ``path``.
 
 A ``scenario`` instead of ``steps`` names a kit-driven scenario with its parameters
-(``register-race``: ``connections``, ``racers``, ``rounds``).
+(``register-race``: ``connections``, ``racers``, ``rounds``; the replica scenarios of
+``_store/replicas.py``: ``append-race`` with ``replicas``, ``rounds``, ``batch``; ``kill-append`` with
+``rounds``, ``batch``; ``kill-fork`` with ``size``).
+
+A case that ``needs: [replicas]`` (the store declares ``store:replicas``: processes that open one
+location share one store) runs every connection, ``a`` included, as a process of its own: the
+``store/replica-*`` cases.  An adapter that cannot start the implementation in processes reads them
+``unsupported``, saying why.
 
 Vector files (``fixtures/store/vectors/*.yaml``) are cases of the pure helpers: ``function`` names
 ``boundedTail``, ``hasConversationContent`` or ``isSessionConflict``; each vector has ``name``,
