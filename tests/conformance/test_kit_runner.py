@@ -127,7 +127,8 @@ def test_a_malformed_baseline_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_an_empty_selection_exits_4() -> None:
-    assert _cli("run", "--select", "no-such-area/*").returncode == 4
+    assert _cli("run", "--select", "commands/*", "--exclude", "commands/*").returncode == 4
+    assert _cli("run", "--select", "no-such-area/*").returncode == 2  # a pattern matching no case: misuse
 
 
 def test_a_program_that_cannot_shake_hands_exits_3() -> None:
