@@ -9,8 +9,9 @@ process that has never seen the session (a fresh replica after the others stoppe
 * ``append-race``: every replica holds a view of one session at the same leaf and appends its own
   chained batch at once.  Exactly one is answered; the others are refused with ``conflict``; the stored
   history is the root and the winner's batch, one chain.
-* ``kill-append``: a replica is killed while it appends a large chained batch; the batch is stored whole
-  or not at all, the history stays a chain, and the other replica (and the restarted one) go on writing.
+* ``kill-append``: a replica is killed while it appends a large chained batch (at growing fractions of
+  the time one such append took, answered, just before); the batch is stored whole or not at all, the
+  history stays a chain, and the other replica (and the restarted one) go on writing.
 * ``kill-fork``: a replica is killed while it forks a large session, as soon as the fork's row shows in
   another replica's ``list``; a fork that exists has the source's whole history and its ownership row.
 
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -185,6 +187,14 @@ async def _kill_append(world: StoreWorld, scenario: dict[str, Any]) -> None:
     made = await world.call("a", "store.acquire", {"sessionId": sid})
     stored: list[Any] = [{"id": "root", "parentId": None, "type": "message"}]
     await world.call("a", "store.append", {"ref": made["ref"], "entries": stored, "commit": True})
+    # one append of the same size, answered, tells how long one takes here: the kills then land at
+    # growing fractions of it (where they land is the race's; every landing has one right outcome)
+    view = await world.call("b", "store.acquire", {"sessionId": sid, "requireExisting": True})
+    batch = _batch("whole", str(stored[-1]["id"]), size)
+    started = time.perf_counter()
+    await world.call("b", "store.append", {"ref": view["ref"], "entries": batch, "commit": True})
+    took = time.perf_counter() - started
+    stored = [*stored, *batch]
     failures: list[Difference] = []
     for round_no in range(rounds):
         view = await world.call("b", "store.acquire", {"sessionId": sid, "requireExisting": True})
@@ -192,8 +202,7 @@ async def _kill_append(world: StoreWorld, scenario: dict[str, Any]) -> None:
         sent = asyncio.ensure_future(
             world.call("b", "store.append", {"ref": view["ref"], "entries": batch, "commit": True})
         )
-        for _ in range(round_no):  # each round lets the write run a little further before the kill
-            await asyncio.sleep(0.002)
+        await asyncio.sleep(took * (0.4 + 0.3 * round_no))  # 0.4, 0.7, 1.0, 1.3, ... of one append
         await kill(world, "b")
         answered = False
         with contextlib.suppress(Exception):  # killed: whatever the transport says, no answer
