@@ -229,3 +229,33 @@ def test_joined_text_reads_two_parts_and_one_joined_part_alike() -> None:
     ]
     assert match({"$joined_text": "a"}, messages) == []
     assert match({"$joined_text": "a"}, "a") != []
+
+
+ESTIMATE_KEYS = ("estimate", "inputEstimate", "tokensAfter")
+BUILT_ON_THE_ESTIMATOR = {"KD-COMP-2", "KD-COMP-6", "KD-COMP-8", "KD-FIN-2"}
+
+
+def test_an_expectation_on_an_estimate_rests_on_the_estimator() -> None:
+    """A number of the kit's estimator (KD-COMP-2, binding) is a kit choice: an expectation stating one is
+    marked with it or with an entry built on it (a presence check, ``{$gte: 1}``, needs no mark)."""
+    problems = []
+    for case in _cases():
+        for name, value in case.expect.model_dump(exclude_none=True).items():
+            if name in (
+                "kit_defined",
+                "sessions",
+                "admissions",
+                "usage",
+            ):  # the last two: the judge marks them
+                continue
+            stated = [
+                item[key]
+                for item, _inside in _walk(value)
+                if isinstance(item, dict)
+                for key in ESTIMATE_KEYS
+                if key in item and item[key] != {"$gte": 1}
+            ]
+            marks = {*case_kit_choices(case), *case.expect.kit_defined.get(name, ())}
+            if stated and not marks & BUILT_ON_THE_ESTIMATOR:
+                problems.append(f"{case.id}: {name}")
+    assert problems == []
