@@ -216,21 +216,25 @@ def _messages(slots: list[tuple[str, str | None]], pending: str) -> list[dict[st
 
 
 def history_actions() -> st.SearchStrategy[list[Action]]:
-    """Starts, sends of four kinds, trims at a boundary (newest slots 0-4, offset -1/0/+1), getters,
-    compacts."""
+    """A start, a history of 0 to 6 completed slots (full and empty finals mixed: the window's and the
+    bound's edges fall between them), then up to 10 of: sends of four kinds, trims at a boundary (newest
+    slots 0-4, offset -1/0/+1), getters, compacts."""
+    completed = st.tuples(st.just("send"), st.sampled_from(("full", "empty")))
     send = st.tuples(st.just("send"), st.sampled_from(SEND_KINDS))
     trim = st.tuples(st.just("trim"), st.integers(0, 4), st.sampled_from((-1, 0, 1)))
     action = st.one_of(
-        st.just(("start",)),
         send,
         send,
-        send,
+        completed,
         trim,
         trim,
         st.just(("getters",)),
         st.just(("compact",)),
+        st.just(("start",)),
     )
-    return st.lists(action, min_size=1, max_size=12).map(lambda acts: [("start",), *acts])
+    return st.tuples(st.lists(completed, max_size=6), st.lists(action, min_size=1, max_size=10)).map(
+        lambda parts: [("start",), *parts[0], *parts[1]]
+    )
 
 
 def build_history_case(
@@ -281,4 +285,6 @@ def build_history_case(
 
 def history_cases() -> st.SearchStrategy[Case]:
     """Cases of the history area: every memory form (unset included) under generated sequences."""
-    return st.builds(build_history_case, history_actions(), st.sampled_from(MEMORIES))
+    # windows twice as often: their boundaries (empty finals inside and at the edge) need the slots
+    memories = st.sampled_from((*MEMORIES, *(m for m in MEMORIES if m and m["type"] == "window")))
+    return st.builds(build_history_case, history_actions(), memories)

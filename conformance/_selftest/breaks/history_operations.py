@@ -220,3 +220,29 @@ class _ExportLeavesOutTheLastTurn(Answers):
         if method == "host.loadSession" and rows and rows[-1].get("role") == "assistant":
             answer["messages"] = rows[:-1]
         return answer
+
+
+# -- boundaries the hand-written corpus does not reach; generated cases of area ``history`` find them
+# (``generated.BOUNDARY_BREAKS``, ``docs/proofs.md``) ---------------------------------------------------
+
+
+@break_of(
+    name="trim-counts-its-marker",
+    summary="after a first trim, the boundary marker counts as one more message unit of the history",
+    clauses=("AS-LIFE-039", "AS-MSG-028"),
+)
+class _TrimCountsItsMarker(AgentSession):
+    """The marker a trim appends is counted as a unit by every later trim: the totals are one too many
+    (a history exactly at the bound is trimmed of nothing but the marker)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._markers = 0
+
+    def _select_trim(self, max_messages: int) -> TrimPlan:
+        plan = super()._select_trim(max_messages)
+        if self._markers:
+            plan = TrimPlan(plan.kept_slots, plan.kept_messages, plan.total_messages + self._markers)
+        if plan.drops_anything:
+            self._markers = 1
+        return plan

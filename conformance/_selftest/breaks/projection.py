@@ -451,3 +451,86 @@ class _GivenStateIgnored(WireVariant):
         if method == "session.resume":
             params = {key: value for key, value in params.items() if key != "state"}
         return await super().operation(method, params)
+
+
+# -- boundaries the hand-written corpus does not reach; generated cases of area ``history`` find them
+# (``generated.BOUNDARY_BREAKS``, ``docs/proofs.md``) ---------------------------------------------------
+
+
+@break_of(
+    name="window-counts-replied-exchanges",
+    summary="a window of N counts only exchanges with a reply: empty-final slots inside it ride along free",
+    clauses=("AS-PROJ-001", "AS-PROJ-011"),
+)
+class _WindowCountsRepliedExchanges(AgentSession):
+    """Walks back from the newest slot until N slots with a reply are in; empty finals are not counted."""
+
+    def _history(self) -> list[HistoryMessage]:
+        size = getattr(self._memory, "window_size", None)
+        if self._memory.type != "window" or not size:
+            return list(super()._history())
+        kept, replied = 0, 0
+        for exchange in reversed(self._exchanges):
+            if replied == size and exchange.assistant:
+                break
+            kept += 1
+            replied += 1 if exchange.assistant else 0
+        return working_messages(self._exchanges[len(self._exchanges) - kept :])
+
+
+@break_of(
+    name="window-of-message-units",
+    summary="a window of N keeps the newest whole slots within 2N message units (a budget of messages)",
+    clauses=("AS-PROJ-001", "AS-PROJ-011"),
+)
+class _WindowOfMessageUnits(AgentSession):
+    """Whole slots, but counted in message units: with empty finals the window carries extra slots."""
+
+    def _history(self) -> list[HistoryMessage]:
+        size = getattr(self._memory, "window_size", None)
+        if self._memory.type != "window" or not size:
+            return list(super()._history())
+        kept, units = 0, 0
+        for exchange in reversed(self._exchanges):
+            if units + exchange.message_units > 2 * size:
+                break
+            kept += 1
+            units += exchange.message_units
+        return working_messages(self._exchanges[len(self._exchanges) - kept :])
+
+
+@break_of(
+    name="declared-summary-read-as-none",
+    summary="an agent that declares memory summary explicitly is served as none (only the unset default "
+    "is summary)",
+    clauses=("AS-PROJ-001", "AS-PROJ-011"),
+)
+class _DeclaredSummaryReadAsNone(AgentSession):
+    """A policy table without ``summary``: the declared form falls through to ``none`` for projection and
+    the refusals, while the getter still reports the form as authored."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._declared_summary = getattr(self._agent.memory, "type", None) == "summary"
+
+    def _history(self) -> list[HistoryMessage]:
+        return [] if self._declared_summary else list(super()._history())
+
+    @property
+    def compaction_refusal(self) -> MemoryPolicyRefusal | None:
+        return _none_refusal("compacting") if self._declared_summary else super().compaction_refusal
+
+    @property
+    def trim_refusal(self) -> MemoryPolicyRefusal | None:
+        return _none_refusal("trimming") if self._declared_summary else super().trim_refusal
+
+    async def trim_history(self, max_messages: int, reason: Literal["manual"] = "manual") -> TrimResult:
+        if self._declared_summary and self.state is SessionState.IDLE:
+            return _none_refusal("trimming")
+        return await super().trim_history(max_messages, reason)
+
+
+def _none_refusal(what: str) -> MemoryPolicyRefusal:
+    return MemoryPolicyRefusal(
+        memory="none", message=f"the agent's memory policy does not permit {what} the conversation"
+    )
