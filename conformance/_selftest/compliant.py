@@ -30,6 +30,7 @@ from relavium_conformance._reference.impl import (
 from relavium_conformance._selftest.compliant_shapes import (
     FoldAsOnePart,
     OwnOverflowWording,
+    OwnRefusalWording,
     OwnSummaryWrapper,
     SummariserOwnLabels,
 )
@@ -180,6 +181,12 @@ COMPLIANT_ALTERNATIVES: tuple[CompliantAlternative, ...] = (
         "the running summary travels in its own wrapper text",
         ("KD-COMP-3",),
         OwnSummaryWrapper,
+    ),
+    CompliantAlternative(
+        "own-refusal-wording",
+        "a content refusal says 'invalid content' (moved here from the breaks: KD-MSG-2 is a shape)",
+        ("KD-MSG-2",),
+        OwnRefusalWording,
     ),
     CompliantAlternative(
         "summariser-own-labels",

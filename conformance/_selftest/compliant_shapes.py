@@ -8,6 +8,8 @@ case must pass (a difference from the kit's shape is a kit-choice note, never a 
 * ``fold-as-one-part``: same-role folding gives one text part joined by a blank line instead of one part
   per folded message (KD-PROJ-2);
 * ``own-summary-wrapper``: the running summary travels in its own wrapper text (KD-COMP-3 is a shape);
+* ``own-refusal-wording``: a content refusal says ``invalid content`` instead of KD-MSG-2's fixed texts
+  (still an ``invalid_input`` refusal that echoes nothing of the refused value);
 * ``summariser-own-labels``: a summary pass labels the folded messages its own way (KD-COMP-11).
 
 The request edits apply alike to every callback that carries the request (``provider.open``,
@@ -20,8 +22,16 @@ import re
 from typing import Any
 
 from relavium_conformance._selftest.wire_variants import WireVariant
+from relavium_conformance._wire.jsonrpc import RpcError
+from relavium_conformance._wire.protocol import INVALID_INPUT
 
-__all__ = ["FoldAsOnePart", "OwnOverflowWording", "OwnSummaryWrapper", "SummariserOwnLabels"]
+__all__ = [
+    "FoldAsOnePart",
+    "OwnOverflowWording",
+    "OwnRefusalWording",
+    "OwnSummaryWrapper",
+    "SummariserOwnLabels",
+]
 
 _OVERFLOW = re.compile(
     r"^context window exceeded for model (?P<model>.+?) \((?:(?P<window>\d+) tokens|window size unknown)\)"
@@ -133,3 +143,13 @@ class OwnSummaryWrapper(_RequestEdit):
         if found is not None:
             own = f"{_OWN_HEADER}\n{found['summary']}"
             messages[0]["content"][0]["text"] = own + texts[0][found.end() :]
+
+
+class OwnRefusalWording(WireVariant):
+    async def operation(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await super().operation(method, params)
+        except RpcError as exc:
+            if exc.code == INVALID_INPUT:
+                raise RpcError(INVALID_INPUT, "invalid content", {"kind": "invalid_input"}) from None
+            raise

@@ -75,7 +75,6 @@ SECOND_SET = tuple(
         "export-legacy-text-is-a-node",
         "raw-commit-failure-presented",
         "classified-commit-failure-raised",
-        "refusals-reworded",
         "misplaced-parts-dropped",
         "media-refused",
         "media-names-dropped",

@@ -10,8 +10,6 @@ from relavium_conformance._reference.impl import REFERENCE_PURE
 from relavium_conformance._selftest.base import break_of
 from relavium_conformance._selftest.breaks.shared import ResumeCleansRows
 from relavium_conformance._selftest.wire_variants import WireVariant
-from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.protocol import INVALID_INPUT
 from relavium_reference import InvalidInputError
 from relavium_reference._host.history_store import (
     StoreError,
@@ -52,21 +50,6 @@ class _FinalStopFlattened(WireVariant):
         if method == "session.send" and isinstance(result, dict) and result.get("stopReason") in _FINAL:
             result["stopReason"] = "stop"
         return result
-
-
-@break_of(
-    name="refusals-reworded",
-    summary="content refusals carry another message than KD-MSG-2's fixed ones",
-    clauses=("AS-VAL-001",),
-)
-class _RefusalsReworded(WireVariant):
-    async def operation(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return await super().operation(method, params)
-        except RpcError as exc:
-            if exc.code == INVALID_INPUT:
-                raise RpcError(INVALID_INPUT, "invalid content", {"kind": "invalid_input"}) from None
-            raise
 
 
 def _body_only(row: Mapping[str, Any]) -> SessionMessage:
