@@ -207,6 +207,7 @@ def _parallel(
             "the cases run one after another in this process",
             file=sys.stderr,
         )
+
     def ended(result: CaseResult) -> None:
         on_case_start(result.id)
         on_case_end(result)
