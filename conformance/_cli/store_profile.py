@@ -19,8 +19,8 @@ from relavium_conformance._cli._common import error_line
 from relavium_conformance._cli.run_cases import open_trace, refusing_other_implementations
 from relavium_conformance._connect import replica_factory, resolve_adapter
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._report.baseline import compare, write_baseline
-from relavium_conformance._report.results import ExitCode, exit_code
+from relavium_conformance._report.baseline import Baseline, compare, write_baseline
+from relavium_conformance._report.results import ExitCode, RunResult, exit_code
 from relavium_conformance._report.writers import (
     TerminalReporter,
     write_github_summary,
@@ -124,6 +124,17 @@ def run_store_profile(args: argparse.Namespace) -> int:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
+    _write_reports(args, run, baseline)
+    reporter.summary(run)
+    if validator is not None:
+        print(f"protocol: {validator.checked} messages validated")
+    if trace is not None:
+        print(f"trace: {trace.count} messages written to {args.trace}")
+    return int(exit_code(run))
+
+
+def _write_reports(args: argparse.Namespace, run: RunResult, baseline: Baseline | None) -> None:
+    """The report files the options ask for, and the baseline to write."""
     full = str(args.json) if args.json else None
     if args.json:
         write_json(run, args.json)
@@ -135,9 +146,3 @@ def run_store_profile(args: argparse.Namespace) -> int:
         write_github_summary(run, full_results=full)
     if args.write_baseline:
         write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)
-    reporter.summary(run)
-    if validator is not None:
-        print(f"protocol: {validator.checked} messages validated")
-    if trace is not None:
-        print(f"trace: {trace.count} messages written to {args.trace}")
-    return int(exit_code(run))
