@@ -62,11 +62,13 @@ def fuzz(
     timeout: float = 15.0,
     name_prefix: str = "fuzz",
     area: str | None = None,
+    shrink: bool = True,
 ) -> FuzzOutcome:
-    """Run up to ``examples`` generated cases (of ``area``, or of every area); shrink and return the first
-    failure found.  An unknown area is a :class:`KitUsageError`."""
+    """Run up to ``examples`` generated cases (of ``area``, or of every area); shrink (unless ``shrink`` is
+    False: the selftest only asks whether a failure is found) and return the first failure found.  An
+    unknown area is a :class:`KitUsageError`."""
     try:
-        from hypothesis import HealthCheck, given, settings
+        from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as fixed_seed
 
         from relavium_conformance._corpus.generated import generated_cases
@@ -86,6 +88,7 @@ def fuzz(
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
         print_blob=False,
+        phases=tuple(Phase) if shrink else (Phase.explicit, Phase.generate),
     )
     @given(case=cases)
     def check(case: Case) -> None:

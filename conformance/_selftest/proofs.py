@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
 from relavium_conformance._corpus.cases import AnyCase, Case
 from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._reference.impl import ReferenceImplementation
@@ -168,13 +170,36 @@ async def _run_broken(
         proven &= {clause for c in failures for clause in c.booked_clauses()}
         transports.append("stdio" if isinstance(adapter, StdioAdapter) else "in-process")
         not_run |= {c.id for c in citing} - {c.id for c in run.cases}
+    generated: tuple[str, ...] = ()
+    if not failed and broken.name in BOUNDARY_BREAKS:  # a boundary only generated cases reach
+        found = await asyncio.to_thread(_generated_failure, broken)
+        if found is not None:
+            failed, generated = (found.id,), (found.id,)
+            proven = set(broken.clauses) & set(found.booked_clauses())
+            transports.append("generated")
     return _BrokenRuns(
-        cases=tuple(sorted({c.id for c in citing})),
+        cases=tuple(sorted({*(c.id for c in citing), *generated})),
         failed=failed,
-        proven=tuple(sorted(proven)) if adapters else (),
+        proven=tuple(sorted(proven)) if adapters or generated else (),
         transports=tuple(transports),
         not_run=tuple(sorted(not_run)),
     )
+
+
+def _generated_failure(broken: BrokenImplementation) -> CaseResult | None:
+    """The first generated case of the break's area that fails it, at the proof's fixed seed (no
+    shrinking: only whether one is found within the default number of examples)."""
+    from relavium_conformance._errors import KitUsageError
+    from relavium_conformance._run.fuzz import fuzz
+
+    adapter = InProcessAdapter(f"broken:{broken.name}", broken.factory())
+    area = BOUNDARY_BREAKS[broken.name]
+    try:
+        outcome = fuzz(adapter, examples=PROOF_EXAMPLES, seed=PROOF_SEED, area=area, shrink=False)
+    except KitUsageError:  # no Hypothesis (the strategies extra): the break stays missed
+        return None
+    failures = [c for c in outcome.run.cases if c.status in (CaseStatus.FAILED, CaseStatus.ERRORED)]
+    return failures[0] if failures else None
 
 
 def _broken_verdict(broken: BrokenImplementation, runs: _BrokenRuns, reference: RunResult) -> BrokenVerdict:

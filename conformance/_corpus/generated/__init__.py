@@ -18,6 +18,7 @@ from io import StringIO
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
 from relavium_conformance._corpus.cases import Case
 from relavium_conformance._corpus.generated.history import history_cases
 from relavium_conformance._corpus.generated.lifecycle import (
@@ -31,8 +32,11 @@ from relavium_conformance._errors import KitUsageError
 
 __all__ = [
     "AREAS",
+    "BOUNDARY_BREAKS",
     "COMPACTION_CLAUSES",
     "GENERATED_CLAUSES",
+    "PROOF_EXAMPLES",
+    "PROOF_SEED",
     "build_case",
     "case_to_yaml",
     "generated_cases",
