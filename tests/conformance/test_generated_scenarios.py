@@ -95,3 +95,78 @@ def test_a_generated_case_round_trips_as_a_golden_transcript(
     path.parent.mkdir()
     path.write_text(case_to_yaml(case), encoding="utf-8")
     assert load_case(path).model_dump(exclude={"source"}) == case.model_dump(exclude={"source"})
+
+
+# -- areas, determinism, boundary breaks (issue 34) ------------------------------------------------------
+
+
+def test_an_area_narrows_generation_and_an_unknown_one_is_a_usage_error() -> None:
+    from hypothesis import seed as fixed_seed
+
+    from relavium_conformance._corpus.generated import AREAS
+    from relavium_conformance._errors import KitUsageError
+
+    assert set(AREAS) >= {"lifecycle", "history"}
+    seen: list[str] = []
+
+    @fixed_seed(5)
+    @settings(max_examples=20, database=None, suppress_health_check=list(HealthCheck))
+    @given(case=generated_cases("history"))
+    def collect(case: Case) -> None:
+        seen.append(case.title)
+
+    collect()
+    assert seen
+    assert all("memory policy" in title for title in seen)
+    with pytest.raises(KitUsageError, match="no generated area"):
+        generated_cases("no-such-area")
+
+
+def test_a_fixed_seed_gives_the_same_cases_and_verdicts_run_after_run() -> None:
+    from relavium_conformance._run.fuzz import fuzz
+    from relavium_conformance.strategies import case_to_yaml as dump
+
+    def one_run() -> list[tuple[str, str]]:
+        adapter = InProcessAdapter("broken", broken_by_name("trim-counts-its-marker").factory())
+        outcome = fuzz(adapter, examples=30, seed=7, area="history", shrink=False)
+        found = [] if outcome.failure is None else [("failure", dump(outcome.failure))]
+        return [(c.id, c.status.value) for c in outcome.run.cases] + found
+
+    assert one_run() == one_run()
+
+
+def test_boundary_breaks_pass_the_corpus_but_not_generation() -> None:
+    """Each break in BOUNDARY_BREAKS is found by its area's generated cases at the proof's seed (the
+    corpus side, that no hand-written case catches them, is what the selftest reports)."""
+    from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
+    from relavium_conformance._run.fuzz import fuzz
+
+    assert len(BOUNDARY_BREAKS) >= 3
+    for name, area in BOUNDARY_BREAKS.items():
+        adapter = InProcessAdapter(name, broken_by_name(name).factory())
+        outcome = fuzz(adapter, examples=PROOF_EXAMPLES, seed=PROOF_SEED, area=area, shrink=False)
+        assert outcome.failure is not None, name
+        failed = [c for c in outcome.run.cases if c.status is not CaseStatus.PASSED]
+        assert failed, name
+        assert set(broken_by_name(name).clauses) & set(failed[0].booked_clauses()), name
+
+
+@pytest.mark.parametrize(
+    ("memory", "actions", "kept"),
+    [
+        # a bound exactly at the newest two slots' units (2 + 1) keeps both; one below keeps one
+        (None, [("send", "full"), ("send", "full"), ("send", "empty"), ("trim", 2, 0)], 3),
+        (None, [("send", "full"), ("send", "full"), ("send", "empty"), ("trim", 2, -1)], 1),
+        ({"type": "summary"}, [("send", "full"), ("send", "empty"), ("trim", 1, 1)], 1),
+    ],
+)
+def test_history_cases_meet_the_reference_at_trim_bounds(
+    memory: dict[str, object] | None, actions: list[tuple[object, ...]], kept: int
+) -> None:
+    from relavium_conformance._corpus.generated.history import build_history_case
+
+    case = build_history_case([("start",), *actions], memory)
+    trim = [step for step in case.steps if step.op == "trimHistory"][-1]
+    assert (trim.expect or {}).get("keptMessageCount", (trim.expect or {}).get("messageCount")) == kept
+    status, why = _verdict("reference", case)
+    assert status is CaseStatus.PASSED, why
