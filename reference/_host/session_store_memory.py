@@ -40,6 +40,12 @@ from relavium_reference._model.session_store_shapes import (
     StoreSummary,
     Unknown,
 )
+from relavium_reference._rules.store_text import (
+    check_acquire,
+    check_store_text,
+    owner_problem,
+    task_run_keepable,
+)
 
 __all__ = ["InMemorySessionRepo", "TtlSessionStore", "system_ms"]
 
@@ -122,7 +128,11 @@ class _Live:
 
 
 class TtlSessionStore:
-    """The in-memory live set with an idle TTL, over a :class:`InMemorySessionRepo`."""
+    """The in-memory live set with an idle TTL, over a :class:`InMemorySessionRepo`.
+
+    Every id, source id, owner and placement name it is handed must be a store text
+    (``_rules/store_text.py``); any other value is refused with ``InvalidInputError``.
+    """
 
     placements: Mapping[str, Durability] | None = None
 
@@ -168,6 +178,7 @@ class TtlSessionStore:
         require_existing: bool = False,
         placement: SessionPlacement | None = None,
     ) -> AcquiredSession:
+        check_acquire(session_id, placement)
         del placement  # no placements declared: ignored, the session is an ordinary one
         self._sweep()
         now = self._clock()
@@ -187,26 +198,33 @@ class TtlSessionStore:
         return AcquiredSession(session, session_id)
 
     async def touch(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._sweep()
         live = self._live.get(session_id)
         if live is not None:
             live.last_active_at = self._clock()
 
     async def release(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._sweep()
         self._drop(session_id)
         self._pinned.discard(session_id)
 
     async def forget(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._live.pop(session_id, None)
 
     async def pin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._pinned.add(session_id)
 
     async def unpin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._pinned.discard(session_id)
 
     async def note_task_run(self, session_id: str, task_id: str, run_id: str | None = None) -> None:
+        if not task_run_keepable(session_id, task_id, run_id):
+            return  # best effort, never throws: a note no store could keep is dropped
         try:
             live = self._live.get(session_id)
             if live is not None:
@@ -234,6 +252,9 @@ class TtlSessionStore:
     # --- history faces -----------------------------------------------------------------------------
 
     async def fork(self, source_id: str, owner: str | Inherit | None = INHERIT) -> str | None:
+        check_store_text(source_id, "sourceId")
+        if isinstance(owner, str):
+            check_store_text(owner, "owner")
         self._sweep()
         live = self._live.get(source_id)
         if live is None and not self.repo.has(source_id):
@@ -251,16 +272,21 @@ class TtlSessionStore:
         return new_id
 
     async def owner_of(self, session_id: str) -> str | Unknown | None:
+        check_store_text(session_id, "sessionId")
         return self.repo.owner(session_id)
 
     async def register(self, session_id: str, owner: object) -> None:
+        check_store_text(session_id, "sessionId")
         if not isinstance(self.repo.owner(session_id), Unknown):
             return  # first write wins; later calls are silent whatever they carry
         if owner is not None and not isinstance(owner, str):
             raise SessionError(SessionErrorCode.INVALID_OWNER, "an owner is a string or null")
+        if owner_problem(owner) is not None:
+            check_store_text(owner, "owner")
         self.repo.set_owner_once(session_id, owner)
 
     async def incarnation_of(self, session_id: str) -> str | Unknown:
+        check_store_text(session_id, "sessionId")
         metadata = self.repo.metadata(session_id)
         return UNKNOWN if metadata is None else metadata.incarnation
 

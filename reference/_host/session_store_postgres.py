@@ -60,6 +60,12 @@ from relavium_reference._model.session_store_shapes import (
     Unknown,
 )
 from relavium_reference._rules.pg_dsn import check_schema_name, redact_dsn
+from relavium_reference._rules.store_text import (
+    check_acquire,
+    check_store_text,
+    owner_problem,
+    task_run_keepable,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -179,7 +185,11 @@ async def drop_schema(dsn: str, schema: str) -> None:
 
 
 class PostgresSessionStore:
-    """The durable store: one PostgreSQL schema, any number of replicas over it."""
+    """The durable store: one PostgreSQL schema, any number of replicas over it.
+
+    Every id, source id, owner and placement name it is handed must be a store text
+    (``_rules/store_text.py``); any other value is refused with ``InvalidInputError``.
+    """
 
     durability: Durability | None = "durable"
     placements: Mapping[str, Durability] | None = {"subagent": "durable"}
@@ -290,6 +300,7 @@ class PostgresSessionStore:
         require_existing: bool = False,
         placement: SessionPlacement | None = None,
     ) -> AcquiredSession:
+        check_acquire(session_id, placement)
         if session_id is None:
             session_id = mint_id()
         lock = self._locks.setdefault(session_id, asyncio.Lock())
@@ -346,11 +357,13 @@ class PostgresSessionStore:
             return live
 
     async def touch(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         await self._exec(
             "UPDATE {s}.store_sessions SET last_active_at = %s WHERE id = %s", (self._clock(), session_id)
         )
 
     async def release(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._live.pop(session_id, None)
         q = self._q
         async with self.pool.connection() as conn, conn.transaction():
@@ -369,15 +382,20 @@ class PostgresSessionStore:
             )
 
     async def forget(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._live.pop(session_id, None)
 
     async def pin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         return None  # never idle-evicts: nothing to protect against
 
     async def unpin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         return None
 
     async def note_task_run(self, session_id: str, task_id: str, run_id: str | None = None) -> None:
+        if not task_run_keepable(session_id, task_id, run_id):
+            return  # best effort, never throws: a note no store could keep is dropped
         try:
             await self._exec(
                 "UPDATE {s}.store_sessions SET last_task_id = %s, last_task_run_id = %s, last_active_at = %s"
@@ -425,6 +443,9 @@ class PostgresSessionStore:
         return out
 
     async def fork(self, source_id: str, owner: str | Inherit | None = INHERIT) -> str | None:
+        check_store_text(source_id, "sourceId")
+        if isinstance(owner, str):
+            check_store_text(owner, "owner")
         new_id = mint_id()
         now = self._clock()
         q = self._q
@@ -457,6 +478,7 @@ class PostgresSessionStore:
         return new_id
 
     async def owner_of(self, session_id: str) -> str | Unknown | None:
+        check_store_text(session_id, "sessionId")
         row = await self._one("SELECT owner FROM {s}.store_owners WHERE session_id = %s", (session_id,))
         return UNKNOWN if row is None else row["owner"]
 
@@ -464,11 +486,13 @@ class PostgresSessionStore:
         """Register ``owner`` first-write-wins and read the winner back, in one transaction."""
         q = self._q
         async with self.pool.connection() as conn, conn.transaction():
-            if owner is not None and not isinstance(owner, str):
+            if (owner is not None and not isinstance(owner, str)) or owner_problem(owner) is not None:
                 cur = await conn.execute(
                     f"SELECT owner FROM {q}.store_owners WHERE session_id = %s", (session_id,)
                 )
                 row = await cur.fetchone()
+                if row is None and isinstance(owner, str):
+                    check_store_text(owner, "owner")  # a first write of an owner no store can keep
                 if row is None:
                     raise SessionError(SessionErrorCode.INVALID_OWNER, "an owner is a string or null")
                 return None if row[0] is None else str(row[0])
@@ -485,9 +509,11 @@ class PostgresSessionStore:
             return None if winner[0] is None else str(winner[0])
 
     async def register(self, session_id: str, owner: object) -> None:
+        check_store_text(session_id, "sessionId")
         await self.claim(session_id, owner)
 
     async def incarnation_of(self, session_id: str) -> str | Unknown:
+        check_store_text(session_id, "sessionId")
         row = await self._one("SELECT incarnation FROM {s}.store_sessions WHERE id = %s", (session_id,))
         return UNKNOWN if row is None else str(row["incarnation"])
 

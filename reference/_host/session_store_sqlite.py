@@ -56,6 +56,12 @@ from relavium_reference._model.session_store_shapes import (
     StoreSummary,
     Unknown,
 )
+from relavium_reference._rules.store_text import (
+    check_acquire,
+    check_store_text,
+    owner_problem,
+    task_run_keepable,
+)
 
 __all__ = ["STORE_FILE", "SqliteSessionStore"]
 
@@ -88,7 +94,11 @@ _SCHEMA = (
 
 
 class SqliteSessionStore:
-    """The durable store: one SQLite file, any number of instances and processes over it."""
+    """The durable store: one SQLite file, any number of instances and processes over it.
+
+    Every id, source id, owner and placement name it is handed must be a store text
+    (``_rules/store_text.py``); any other value is refused with ``InvalidInputError``.
+    """
 
     durability: Durability | None = "durable"
     placements: Mapping[str, Durability] | None = {"subagent": "durable"}
@@ -206,6 +216,7 @@ class SqliteSessionStore:
         require_existing: bool = False,
         placement: SessionPlacement | None = None,
     ) -> AcquiredSession:
+        check_acquire(session_id, placement)
         if session_id is None:
             session_id = mint_id()
         lock = self._locks.setdefault(session_id, asyncio.Lock())
@@ -232,9 +243,11 @@ class SqliteSessionStore:
             )
 
     async def touch(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._touch_row(session_id)
 
     async def release(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._live.pop(session_id, None)
         row = self._row(session_id)
         if row is None or not row["placed"]:
@@ -245,15 +258,20 @@ class SqliteSessionStore:
             db.execute("DELETE FROM store_owners WHERE session_id = ?", (session_id,))  # after the history
 
     async def forget(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         self._live.pop(session_id, None)
 
     async def pin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         return None  # no idle sweep: nothing to protect against
 
     async def unpin(self, session_id: str) -> None:
+        check_store_text(session_id, "sessionId")
         return None
 
     async def note_task_run(self, session_id: str, task_id: str, run_id: str | None = None) -> None:
+        if not task_run_keepable(session_id, task_id, run_id):
+            return  # best effort, never throws: a note no store could keep is dropped
         try:
             with self._write() as db:
                 db.execute(
@@ -291,6 +309,9 @@ class SqliteSessionStore:
         return out
 
     async def fork(self, source_id: str, owner: str | Inherit | None = INHERIT) -> str | None:
+        check_store_text(source_id, "sourceId")
+        if isinstance(owner, str):
+            check_store_text(owner, "owner")
         new_id = mint_id()
         now = self._clock()
         with self._write() as db:
@@ -324,18 +345,22 @@ class SqliteSessionStore:
         return new_id
 
     async def owner_of(self, session_id: str) -> str | Unknown | None:
+        check_store_text(session_id, "sessionId")
         row = self._db.execute(
             "SELECT owner FROM store_owners WHERE session_id = ?", (session_id,)
         ).fetchone()
         return UNKNOWN if row is None else row[0]
 
     async def register(self, session_id: str, owner: object) -> None:
+        check_store_text(session_id, "sessionId")
         with self._write() as db:
             exists = db.execute("SELECT 1 FROM store_owners WHERE session_id = ?", (session_id,)).fetchone()
             if exists is not None:
                 return  # later calls: silent, whatever they carry
             if owner is not None and not isinstance(owner, str):
                 raise SessionError(SessionErrorCode.INVALID_OWNER, "an owner is a string or null")
+            if owner_problem(owner) is not None:
+                check_store_text(owner, "owner")
             db.execute(
                 "INSERT INTO store_owners (session_id, owner) VALUES (?, ?)"
                 " ON CONFLICT (session_id) DO NOTHING",
@@ -343,6 +368,7 @@ class SqliteSessionStore:
             )
 
     async def incarnation_of(self, session_id: str) -> str | Unknown:
+        check_store_text(session_id, "sessionId")
         row = self._db.execute(
             "SELECT incarnation FROM store_sessions WHERE id = ?", (session_id,)
         ).fetchone()
