@@ -3,8 +3,9 @@
 :class:`CaseWorld` answers every callback of one case deterministically from its script: the next
 provider chunk, a tool result, an approval, the acknowledgement of an event, and before answering it
 may first perform an operation (``do``) or never answer at all (``hold``).  Its collaborators answer
-the governor and usage writer (``accounting.py``) and the compaction callbacks (``compaction_world.py``);
-what it sees is kept in an :class:`Observation` for the judge.  ``execute.py`` drives a case through it.
+the governor and usage writer (``accounting_world.py``) and the compaction callbacks
+(``compaction_world.py``); what it sees is kept in an :class:`Observation` for the judge.
+``execute.py`` drives a case through it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from relavium_conformance._judge.matching import jsonable, match
 from relavium_conformance._judge.observation import Observation
 from relavium_conformance._judge.turns import marker_problem, refused_turn, turn_problem, turn_rows
 from relavium_conformance._report.results import Difference, DifferenceForm
-from relavium_conformance._run.accounting import AccountingWorld
+from relavium_conformance._run.accounting_world import AccountingWorld
 from relavium_conformance._run.case_setup import resolve_saved, substitute
 from relavium_conformance._run.compaction_world import CompactionWorld
 from relavium_conformance._run.failures import failed_commit, failed_sink
