@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
 from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.generated.chain import chain_cases
 from relavium_conformance._corpus.generated.history import history_cases
 from relavium_conformance._corpus.generated.lifecycle import (
     COMPACTION_CLAUSES,
@@ -46,9 +47,11 @@ __all__ = [
 AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "lifecycle": lifecycle_cases,
     "history": history_cases,
+    "chain": chain_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
-commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds)."""
+commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),
+``chain`` (the fallback walk, budget admission of each attempt, the hard cap)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
