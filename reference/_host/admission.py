@@ -23,6 +23,7 @@ from relavium_reference._model.invocation import (
     AdmissionRefused,
     AdmissionRequest,
     Admitted,
+    check_admission_answer,
 )
 from relavium_reference._model.llm import LlmRequest
 from relavium_reference._model.usage_writer import (
@@ -66,7 +67,8 @@ async def ask_admission(
     """Measure ``built`` (the projection the request was built from: the same system, messages and tools,
     before any reasoning stripping) and ask admission for ``sent`` (what will go out).
 
-    A cancellation while the answer is pending releases the admission, then propagates.
+    A cancellation while the answer is pending releases the admission, then propagates.  An answer that is
+    neither ``Admitted`` nor ``AdmissionRefused`` (with a string message) raises ``InvalidInputError``.
     """
     estimate = estimate_tokens(built)
     asked = AdmissionRequest(
@@ -82,7 +84,7 @@ async def ask_admission(
         max_tokens_estimate=max_tokens_estimate,
     )
     try:
-        return asked, await port.admit(asked)
+        return asked, check_admission_answer(await port.admit(asked))
     except asyncio.CancelledError:
         await release_quietly(port, asked)
         raise

@@ -56,6 +56,7 @@ from relavium_reference._model.invocation import (
     EstimatingProvider,
     Invocation,
     ModelInfo,
+    check_admission_answer,
     open_stream,
 )
 from relavium_reference._model.llm import (
@@ -283,7 +284,7 @@ async def _one_pass(
                 max_tokens_estimate=job.max_tokens_estimate,
             )
             try:
-                decision = await job.admission.admit(ask)
+                decision = check_admission_answer(await job.admission.admit(ask))
             except asyncio.CancelledError:  # cancelled while the answer was pending: give it back
                 await release_quietly(job.admission, ask)
                 raise

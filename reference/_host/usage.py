@@ -18,13 +18,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from relavium_reference._host.admission import UsageWriter
+from relavium_reference._host.history_usage import SqliteUsageWriter
 from relavium_reference._host.persister import KeepsUsage, TurnPersister
 from relavium_reference._host.stamper import EventStamper
 from relavium_reference._model.events import CostUpdated
 from relavium_reference._model.llm import Usage
-from relavium_reference._model.usage_writer import ModelPrice, UsageBasis, UsageSettled, UsageTotals
+from relavium_reference._model.usage_writer import (
+    ModelPrice,
+    UsageBasis,
+    UsagePending,
+    UsageResolved,
+    UsageSettled,
+    UsageTotals,
+    check_settled,
+    check_totals,
+)
 
-__all__ = ["SessionUsage", "host_usage_writer", "publish_cost"]
+__all__ = ["CheckedUsageWriter", "SessionUsage", "host_usage_writer", "publish_cost"]
 
 
 def host_usage_writer(
@@ -35,10 +45,30 @@ def host_usage_writer(
 ) -> UsageWriter | None:
     """The session's writer: the explicit one, else its persister's when it keeps usage (KD-USE-1)."""
     if explicit is not None:
-        return explicit
+        return CheckedUsageWriter(explicit)
     if isinstance(persister, KeepsUsage):
-        return persister.usage_writer(session_id, prices)
+        supplied = persister.usage_writer(session_id, prices)
+        return supplied if type(supplied) is SqliteUsageWriter else CheckedUsageWriter(supplied)
     return None
+
+
+class CheckedUsageWriter:
+    """A host's usage writer whose answers are checked as they arrive (``check_totals``,
+    ``check_settled``): an answer of the wrong type or out of range raises :class:`InvalidInputError`
+    from the call, which every caller already treats as the writer failing (KD-USE-1: the session
+    latches and publishes no money).  The engine's own ``SqliteUsageWriter`` is not wrapped."""
+
+    def __init__(self, writer: UsageWriter) -> None:
+        self.host_writer = writer
+
+    async def open(self, basis: UsageBasis) -> UsageTotals:
+        return check_totals(await self.host_writer.open(basis))
+
+    async def pending(self, record: UsagePending) -> None:
+        await self.host_writer.pending(record)
+
+    async def resolved(self, record: UsageResolved) -> UsageSettled:
+        return check_settled(await self.host_writer.resolved(record))
 
 
 class SessionUsage:

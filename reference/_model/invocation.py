@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "InvocationAwareProvider",
     "InvocationPurpose",
     "ModelInfo",
+    "check_admission_answer",
     "open_stream",
 ]
 
@@ -150,3 +152,17 @@ class AlwaysAdmit:
 
 
 ALWAYS_ADMIT = AlwaysAdmit()
+
+
+def check_admission_answer(value: object) -> Admitted | AdmissionRefused:
+    """``value`` when it is an answer ``Admission.admit`` may give: :class:`Admitted`, or
+    :class:`AdmissionRefused` with a string message.  Anything else raises :class:`InvalidInputError` where
+    the answer arrives: the operation that asked (a turn, a compaction) ends with that error, as with an
+    admission that raised, and nothing egresses (an unreadable answer is never taken as a yes)."""
+    if isinstance(value, Admitted):
+        return value
+    if isinstance(value, AdmissionRefused):
+        if not isinstance(value.message, str):
+            raise InvalidInputError("an admission refusal's message must be a string", location="admission")
+        return value
+    raise InvalidInputError("an admission answer must be Admitted or AdmissionRefused", location="admission")
