@@ -5,7 +5,7 @@ the window measured against, and what a skipped or refused pre-send compaction d
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relavium_conformance._selftest.base import break_of
@@ -266,3 +266,65 @@ class _PresendRefusalSendsOriginal(AgentSession):
         if isinstance(report.result, CompactionBudgetRefused) and pending_user is not None:
             return CompactionReport(CompactionFailed(message=report.result.message), installed=False)
         return report
+
+
+@dataclass(frozen=True)
+class _InclusiveThreshold(Measurement):
+    """A measurement whose threshold comparison includes the bound itself."""
+
+    @property
+    def fires(self) -> bool:
+        if self.window is None:
+            return False
+        over_window = self.input_tokens + self.reservation > self.window
+        return self.input_tokens >= self.threshold * self.window or over_window
+
+
+@dataclass(frozen=True)
+class _InclusiveReservation(Measurement):
+    """A measurement whose reservation comparison includes a request that fills the window exactly."""
+
+    @property
+    def fires(self) -> bool:
+        if self.window is None:
+            return False
+        over_threshold = self.input_tokens > self.threshold * self.window
+        return over_threshold or self.input_tokens + self.reservation >= self.window
+
+
+@break_of(
+    name="trigger-threshold-inclusive",
+    summary="the automatic trigger fires at exactly threshold x window (>= instead of the strict >)",
+    clauses=("AS-COMP-007",),
+)
+class _ThresholdInclusive(AgentSession):
+    """The threshold comparison is ``>=``: a request measured exactly at the bound compacts."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None:
+            return None
+        return _InclusiveThreshold(
+            measured.input_tokens, measured.reservation, measured.window, measured.threshold
+        )
+
+
+@break_of(
+    name="trigger-reservation-inclusive",
+    summary="the automatic trigger fires when input plus the reservation exactly fills the window",
+    clauses=("AS-COMP-007",),
+)
+class _ReservationInclusive(AgentSession):
+    """The window comparison is ``>=``: a request whose input plus reservation equals the window compacts."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None:
+            return None
+        return _InclusiveReservation(
+            measured.input_tokens, measured.reservation, measured.window, measured.threshold
+        )

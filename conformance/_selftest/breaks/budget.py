@@ -5,9 +5,15 @@ estimates admission is given.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import Governor, WrappedSession
+from relavium_conformance._selftest.breaks.shared import (
+    Governor,
+    ProviderRequests,
+    WrappedSession,
+    request_messages,
+)
 from relavium_reference import AgentSession, TurnPolicy
 from relavium_reference._host.turn import TurnSetup
 from relavium_reference._model.invocation import Admission, AdmissionRefused, AdmissionRequest, Admitted
@@ -90,3 +96,34 @@ class _EstimateWithoutTools(AgentSession):
             system=self._agent.system_prompt, history=self._history(), pending_user=pending_user
         )
         return estimate_tokens(projected)
+
+
+@break_of(
+    name="default-reservation-ignored",
+    summary="with neither maxTokens nor maxTokensEstimate set, admission is given no output reservation",
+    clauses=("AS-FIN-005",),
+)
+class _DefaultReservationIgnored(WrappedSession):
+    def governor(self, inner: Admission) -> Admission:
+        class Reserves(Governor):
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                sent = request.request
+                unset = request.max_tokens_estimate is None and (sent is None or sent.max_tokens is None)
+                if unset:
+                    return await self.inner.admit(replace(request, output_reservation=0))
+                return await self.inner.admit(request)
+
+        return Reserves(inner)
+
+
+@break_of(
+    name="max-tokens-dropped-after-a-tool-round",
+    summary="a tool round's follow-up request is sent without the agent's max_tokens",
+    clauses=("AS-FIN-003",),
+)
+class _MaxTokensDropped(ProviderRequests):
+    """The follow-up after a tool round is built without ``maxTokens`` (the first request keeps it)."""
+
+    def request(self, handle: str, params: dict[str, Any]) -> None:
+        if any(message.get("role") == "tool" for message in request_messages(params)):
+            params["request"].pop("maxTokens", None)

@@ -489,3 +489,18 @@ class _BusySendAnswered(RefusalCodesRenamed):
             if method == "session.send" and code == "busy":
                 return {"status": "failed", "tokensUsed": {"input": 0, "output": 0}}
             raise
+
+
+@break_of(
+    name="length-stop-reply-dropped",
+    summary="a turn that stopped on length keeps its user but not its cut reply in the working transcript",
+    clauses=("AS-LIFE-008",),
+)
+class _LengthReplyDropped(AgentSession):
+    """The reply is reported and committed, but the transcript's slot keeps the user alone."""
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.succeeded and end.stop_reason is SessionStopReason.LENGTH and self._exchanges:
+            last = self._exchanges[-1]
+            self._exchanges[-1] = Exchange(user=last.user, assistant="")
+        return await super()._settle(end, progress)
