@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal, NoReturn
 
-from relavium_reference._host.attempt_deadline import AttemptDeadline, bounded_resolver
+from relavium_reference._host.attempt_deadline import bounded_resolver
 from relavium_reference._host.auto_compaction import AutoCompaction
 from relavium_reference._host.commands import run_command
 from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
@@ -39,6 +39,9 @@ from relavium_reference._host.session_deps import (
     ExportResult,
     SessionDeps,
     TurnResult,
+    check_session_arguments,
+    check_session_deps,
+    checked_session_id,
     resolve_max_turns,
     write_whole,
 )
@@ -151,17 +154,17 @@ class AgentSession:
         session_id: str | None = None,
         agent_ref: str | None = None,
     ) -> None:
+        check_session_deps(deps)  # InvalidInputError naming the field: a dependency of the wrong type
         check_max_tool_turns(deps.max_tool_turns)
+        check_session_arguments(agent, context, session_id, agent_ref)
         self._agent = agent
         self._context = context
-        if not isinstance(deps.attempt_deadline, AttemptDeadline):
-            raise InvalidInputError("must be an AttemptDeadline", location="attemptDeadline")
         self._deps = deps  # the host's own object: what the session copies, it copies explicitly (below)
         # every provider attempt of a turn or a compaction runs within the session's attempt deadline
         self._resolve_provider = bounded_resolver(deps.resolve_provider, deps.attempt_deadline)
         self._max_turns = resolve_max_turns(deps.max_turns)
         self._max_tokens_estimate = deps.max_tokens_estimate  # frozen: later changes reach nothing
-        self.session_id = session_id or deps.new_id()
+        self.session_id = session_id or checked_session_id(deps.new_id(), "newId")
         self._writer = host_usage_writer(deps.usage_writer, deps.persister, self.session_id, deps.prices)
         self._usage = SessionUsage(self._writer, basis="fresh")
         self._request_ids = (f"{self.session_id}/request-{n}" for n in itertools.count(1))
