@@ -29,6 +29,7 @@ from relavium_conformance._corpus.generated.lifecycle import (
     lifecycle_cases,
     scenario_actions,
 )
+from relavium_conformance._corpus.generated.presend import presend_cases
 from relavium_conformance._errors import KitUsageError
 
 __all__ = [
@@ -48,10 +49,12 @@ AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "lifecycle": lifecycle_cases,
     "history": history_cases,
     "chain": chain_cases,
+    "presend": presend_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
 commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),
-``chain`` (the fallback walk, budget admission of each attempt, the hard cap)."""
+``chain`` (the fallback walk, budget admission of each attempt, the hard cap), ``presend`` (the automatic
+compaction trigger at its threshold and reservation bounds, the estimate, nothing to fold)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
