@@ -379,3 +379,30 @@ class _ToolsRanUnsaid(AgentSession):
         if end.error_message is not None:
             end = replace(end, error_message=end.error_message.replace(TOOLS_RAN_SUFFIX, ""))
         return await super()._settle(end, progress)
+
+
+@break_of(
+    name="overflow-fails-over",
+    summary="an overflow of an entry with a fallback after it moves on to that fallback like any failure",
+    clauses=("AS-OVF-001",),
+)
+class _OverflowFailsOver(AgentSession):
+    """An overflow before the plan's last entry is read as an overloaded entry: the turn fails over."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        resolve, last = setup.resolve_provider, self._agent.model
+        if self._agent.fallback_chain:
+            last = self._agent.fallback_chain[-1].model
+
+        def change(chunk: StreamChunk) -> StreamChunk:
+            if isinstance(chunk, StreamErrorChunk) and chunk.error.kind is LlmErrorKind.CONTEXT_OVERFLOW:
+                error = chunk.error.model_copy(update={"kind": LlmErrorKind.OVERLOADED, "evidence": None})
+                return chunk.model_copy(update={"error": error})
+            return chunk
+
+        def resolved(provider: ProviderId, model: str) -> LlmProvider:
+            inner = resolve(provider, model)
+            return inner if model == last else _Rewritten(inner, change)
+
+        return replace(setup, resolve_provider=resolved)

@@ -534,3 +534,20 @@ def _none_refusal(what: str) -> MemoryPolicyRefusal:
     return MemoryPolicyRefusal(
         memory="none", message=f"the agent's memory policy does not permit {what} the conversation"
     )
+
+
+@break_of(
+    name="window-skips-legacy-slots",
+    summary="a window counts completed exchanges only; the legacy bare users among them come along free",
+    clauses=("AS-PROJ-001",),
+)
+class _WindowSkipsLegacySlots(AgentSession):
+    """A window of N starts at the N-th newest completed exchange, whatever bare users lie after it."""
+
+    def _history(self) -> list[HistoryMessage]:
+        size = getattr(self._memory, "window_size", None)
+        if self._memory.type != "window" or not size:
+            return list(super()._history())
+        completed = [i for i, slot in enumerate(self._exchanges) if slot.assistant is not None]
+        start = completed[-size] if len(completed) >= size else 0
+        return working_messages(self._exchanges[start:])
