@@ -17,6 +17,7 @@ and the summary and placement rows a store answers with.  No I/O.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -182,4 +183,8 @@ def check_entry(entry: Any) -> dict[str, Any]:
         raise SessionError(SessionErrorCode.INVALID_ENTRY, "a tree entry's parentId is a string or null")
     if not isinstance(kind, str) or not kind:
         raise SessionError(SessionErrorCode.INVALID_ENTRY, "a tree entry's type is a non-empty string")
+    try:  # what a durable store writes: every store refuses what one of them could not keep
+        json.dumps(entry, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        raise SessionError(SessionErrorCode.INVALID_ENTRY, "a tree entry is a JSON object") from None
     return dict(entry)
