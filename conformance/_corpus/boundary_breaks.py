@@ -12,6 +12,7 @@ BOUNDARY_BREAKS: dict[str, str] = {
     "window-of-message-units": "history",
     "declared-summary-read-as-none": "history",
     "trim-counts-its-marker": "history",
+    "budget-refusal-after-failover-frees-the-slot": "chain",
 }
 """Break name -> the area whose generated cases find it (within :data:`PROOF_EXAMPLES` examples at
 :data:`PROOF_SEED`): the selftest runs those cases for it when every hand-written case passes."""

@@ -12,7 +12,7 @@ The model (the kit's own reading of AS-SESS-005, AS-FIN-003, AS-CAP and KD-PROV-
   last error's code;
 - past ``maxTurns`` a turn fails ``turn_limit`` before any admission or request.
 
-Strategies seek the edges: chains of 0 to 2 entries with ``max_attempts`` unset, 1, 2 or 3; outcomes that
+Strategies seek the edges: chains of 1 or 2 entries with ``max_attempts`` unset, 1, 2 or 3; outcomes that
 exhaust an entry exactly, fail one attempt short, or succeed on the last attempt; a refusal at the first
 attempt (no slot) and at a later one (a slot); caps of 1 to 3 turns and the cap unset.
 """
@@ -42,7 +42,6 @@ CHAIN_KIT_DEFINED = ("KD-PROV-1",)
 
 RETRYABLE = ("overloaded", "timeout", "transport")
 FATAL = {"auth": "provider_auth", "bad_request": "validation"}
-OUTCOMES = ("ok", *RETRYABLE, *FATAL, "content-then-overloaded", "refused")
 MODELS = ("model-b", "model-c")
 _USAGE = {"inputTokens": 5, "outputTokens": 2}
 
@@ -146,10 +145,15 @@ def build_chain_case(
 def chain_cases() -> st.SearchStrategy[Case]:
     """Cases of the chain area."""
     attempts = st.sampled_from((None, 1, 2, 3))
-    outcomes = st.lists(st.sampled_from(OUTCOMES), max_size=7)
+    # each send: 0 to 3 retryable failures (the walk's edge: an entry exhausted exactly, one short, one
+    # over), then how the attempt after them ends; a refusal after a failover is the slot's edge
+    endings = ("ok", *FATAL, "content-then-overloaded", "refused")
+    outcomes = st.tuples(st.lists(st.sampled_from(RETRYABLE), max_size=3), st.sampled_from(endings)).map(
+        lambda parts: [*parts[0], parts[1]]
+    )
     return st.builds(
         build_chain_case,
-        st.lists(attempts, max_size=2),
+        st.lists(attempts, min_size=1, max_size=2),
         st.sampled_from((None, 1, 2, 3)),
         st.lists(outcomes, min_size=1, max_size=4),
     )

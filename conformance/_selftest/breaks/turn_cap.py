@@ -300,3 +300,22 @@ class _ErrorMessageNamesTheCause(Answers):
         if method == "session.send" and isinstance(error, dict) and cause:
             error["message"] = f"{error.get('message', '')}: {cause}"
         return result
+
+
+# -- a boundary the hand-written corpus does not reach; generated cases of area ``chain`` find it
+# (``_corpus/boundary_breaks.py``, ``docs/proofs.md``) ----------------------------------------------------
+
+
+@break_of(
+    name="budget-refusal-after-failover-frees-the-slot",
+    summary="a turn refused admission on a fallback attempt before any tool round uses no slot of the cap",
+    clauses=("AS-CAP-018", "AS-CAP-009"),
+)
+class _BudgetRefusalAfterFailoverFreesTheSlot(AgentSession):
+    """Engagement is read from the refused attempt alone: an earlier attempt that reached the provider
+    and failed over is forgotten (a tool round still counts, as the hand-written case checks)."""
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.error_code is ErrorCode.BUDGET_EXCEEDED and not progress.tool_history:
+            progress.engaged = False
+        return await super()._settle(end, progress)
