@@ -185,3 +185,36 @@ class _CommitsOwnMoney(AgentSession):
             entry.model_copy(update={"cost_microcents": 0, "unpriced_calls": entry.call_count})
             for entry in super()._costs(progress)
         )
+
+
+@break_of(
+    name="pending-not-awaited",
+    summary="the pending usage record is sent but the call egresses without waiting for its acknowledgement",
+    clauses=("AS-USE-005",),
+)
+class _PendingNotAwaited(WrappedSession):
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        class Hasty(_Writer):
+            async def pending(self, record: UsagePending) -> None:
+                task = asyncio.ensure_future(self.inner.pending(record))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                await asyncio.sleep(0)  # the record leaves first; its answer is not awaited
+
+        return Hasty(inner)
+
+
+@break_of(
+    name="pending-failure-ignored",
+    summary="a pending usage record the writer failed to take is ignored and the call egresses anyway",
+    clauses=("AS-USE-005",),
+)
+class _PendingFailureIgnored(WrappedSession):
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        class Lenient(_Writer):
+            async def pending(self, record: UsagePending) -> None:
+                try:
+                    await self.inner.pending(record)
+                except Exception:
+                    return None
+
+        return Lenient(inner)
