@@ -139,7 +139,7 @@ class _Search:
     def check(self, case: Case) -> None:
         """Run one generated case: passing returns, anything else raises for Hypothesis to shrink."""
         self.examples += 1
-        result = self.session.run_one(case, snapshots=False)
+        result = self.session.run_one(case, snapshots=False, clause_table=False)
         if result.handshake_failed:
             self.last = (case, result)
             raise _NotStarted(result.reason)
