@@ -29,6 +29,7 @@ from relavium_conformance._corpus.generated.lifecycle import (
     lifecycle_cases,
     scenario_actions,
 )
+from relavium_conformance._corpus.generated.overflow import overflow_cases
 from relavium_conformance._corpus.generated.presend import presend_cases
 from relavium_conformance._errors import KitUsageError
 
@@ -50,11 +51,14 @@ AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "history": history_cases,
     "chain": chain_cases,
     "presend": presend_cases,
+    "overflow": overflow_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
 commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),
 ``chain`` (the fallback walk, budget admission of each attempt, the hard cap), ``presend`` (the automatic
-compaction trigger at its threshold and reservation bounds, the estimate, nothing to fold)."""
+compaction trigger at its threshold and reservation bounds, the estimate, nothing to fold), ``overflow`` (a
+context overflow with and without its one recovery: permission, authority, nothing to fold, a failed pass,
+a final retry)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
