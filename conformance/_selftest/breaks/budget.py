@@ -4,6 +4,7 @@ estimates admission is given.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -127,3 +128,41 @@ class _MaxTokensDropped(ProviderRequests):
     def request(self, handle: str, params: dict[str, Any]) -> None:
         if any(message.get("role") == "tool" for message in request_messages(params)):
             params["request"].pop("maxTokens", None)
+
+
+@break_of(
+    name="admission-failure-admits",
+    summary="a cost governor that fails (rather than refuses) is taken as admitting: the call egresses",
+    clauses=("AS-FIN-003",),
+)
+class _FailureAdmits(WrappedSession):
+    def governor(self, inner: Admission) -> Admission:
+        class Lenient(Governor):
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                try:
+                    return await self.inner.admit(request)
+                except Exception:
+                    return Admitted()
+
+        return Lenient(inner)
+
+
+@break_of(
+    name="admission-outlives-the-cancel",
+    summary="an admission answered after a cancel completes the await normally and the call egresses",
+    clauses=("AS-OBS-013",),
+)
+class _AdmissionOutlivesCancel(WrappedSession):
+    def governor(self, inner: Admission) -> Admission:
+        class Shielded(Governor):
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                answer = asyncio.ensure_future(self.inner.admit(request))
+                while True:
+                    try:
+                        return await asyncio.shield(answer)
+                    except asyncio.CancelledError:
+                        if answer.cancelled():
+                            raise
+                        continue  # the cancel is swallowed: the answer is awaited to its end
+
+        return Shielded(inner)

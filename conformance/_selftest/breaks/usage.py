@@ -218,3 +218,24 @@ class _PendingFailureIgnored(WrappedSession):
                     return None
 
         return Lenient(inner)
+
+
+@break_of(
+    name="pending-outlives-the-cancel",
+    summary="a pending record acknowledged after a cancel completes the await normally and the call egresses",
+    clauses=("AS-USE-005",),
+)
+class _PendingOutlivesCancel(WrappedSession):
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        class Shielded(_Writer):
+            async def pending(self, record: UsagePending) -> None:
+                answer = asyncio.ensure_future(self.inner.pending(record))
+                while True:
+                    try:
+                        return await asyncio.shield(answer)
+                    except asyncio.CancelledError:
+                        if answer.cancelled():
+                            raise
+                        continue  # the cancel is swallowed: the acknowledgement is awaited to its end
+
+        return Shielded(inner)
