@@ -13,6 +13,7 @@ BOUNDARY_BREAKS: dict[str, str] = {
     "declared-summary-read-as-none": "history",
     "trim-counts-its-marker": "history",
     "budget-refusal-after-failover-frees-the-slot": "chain",
+    "failed-recovery-latches": "overflow",
 }
 """Break name -> the area whose generated cases find it (within :data:`PROOF_EXAMPLES` examples at
 :data:`PROOF_SEED`): the selftest runs those cases for it when every hand-written case passes."""

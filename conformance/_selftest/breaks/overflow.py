@@ -14,6 +14,7 @@ from relavium_conformance._selftest.breaks.shared import with_http_provider
 from relavium_reference import AgentSession, TurnPolicy, TurnResult
 from relavium_reference._host.dialect_client import HttpEndpoint, HttpProvider
 from relavium_reference._host.turn import Recovered, RecoveryRefused, TurnEnd, TurnProgress, TurnSetup
+from relavium_reference._model.history_results import CompactionFailed
 from relavium_reference._model.invocation import Invocation, open_stream
 from relavium_reference._model.llm import (
     LlmError,
@@ -406,3 +407,33 @@ class _OverflowFailsOver(AgentSession):
             return inner if model == last else _Rewritten(inner, change)
 
         return replace(setup, resolve_provider=resolved)
+
+
+# -- a boundary the hand-written corpus does not reach; generated cases of area ``overflow`` find it
+# (``_corpus/boundary_breaks.py``, ``docs/proofs.md``) ----------------------------------------------------
+
+
+@break_of(
+    name="failed-recovery-latches",
+    summary="after an overflow recovery whose summary pass failed, no later overflow of the session recovers",
+    clauses=("AS-OVF-005", "AS-OVF-009"),
+)
+class _FailedRecoveryLatches(AgentSession):
+    """A failed recovery is remembered by the session instead of the turn: every later turn is set up
+    without its recovery."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._recovery_failed = False
+
+    async def run_compaction(
+        self, reason: Any, *, pending_user: str | None = None, manual: bool = False
+    ) -> Any:
+        report = await super().run_compaction(reason, pending_user=pending_user, manual=manual)
+        if reason == "auto-overflow" and isinstance(report.result, CompactionFailed):
+            self._recovery_failed = True  # a pass that ran and failed (nothing to fold does not latch)
+        return report
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        return replace(setup, recover=None) if self._recovery_failed else setup
