@@ -497,3 +497,20 @@ def _kept_turn_count_with_pending_user(job: CompactionJob) -> None:
 
     job.stamper = _Counting()  # type: ignore[assignment]
     job.append_boundary = one_more
+
+
+@break_of(
+    name="mixed-windows-taken-as-known",
+    summary="manual compaction with mixed windows measures the known ones only: no disclosure, no soft bound",
+    clauses=("AS-COMP-026", "AS-COMP-028"),
+    through=bending_jobs,
+)
+def _mixed_windows_taken_as_known(job: CompactionJob) -> None:
+    """Plan entries without a known window are left out whenever another entry's window is known."""
+    known = tuple(
+        entry
+        for entry in job.plan
+        if job.models.get(entry.model, UNKNOWN_MODEL).authoritative_window is not None
+    )
+    if known and len(known) < len(job.plan):
+        job.plan = known
