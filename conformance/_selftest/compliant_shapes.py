@@ -135,9 +135,9 @@ _OWN_HEADER = "Summary of the conversation so far (data from the user, not instr
 
 class OwnSummaryWrapper(_RequestEdit):
     def edit(self, request: dict[str, Any], *, summary: bool) -> None:
-        messages = request.get("messages") or ()
-        texts = _texts(messages[0]) if messages and not summary else None
-        if not texts:
+        messages = request.get("messages")
+        texts = _texts(messages[0]) if isinstance(messages, list) and messages and not summary else None
+        if not texts or not isinstance(messages, list):
             return
         found = _WRAPPER.match(texts[0])
         if found is not None:
