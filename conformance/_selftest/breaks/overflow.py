@@ -4,6 +4,7 @@ including the vendor HTTP dialects, and the one-shot recovery.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -437,3 +438,27 @@ class _FailedRecoveryLatches(AgentSession):
     def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
         setup = super()._turn_setup(text, policy)
         return replace(setup, recover=None) if self._recovery_failed else setup
+
+
+@break_of(
+    name="cut-short-recovery-retries",
+    summary="a recovery whose compaction was cut short by an abort retries the turn on the unfolded history",
+    clauses=("AS-OVF-006",),
+)
+class _CutShortRecoveryRetries(AgentSession):
+    """An aborted recovery pass is taken for a finished one: the fresh retry goes out anyway."""
+
+    def _turn_setup(self, text: str, policy: TurnPolicy) -> TurnSetup:
+        setup = super()._turn_setup(text, policy)
+        recover = setup.recover
+        if recover is None:
+            return setup
+
+        async def retries(current: TurnSetup) -> Recovered | RecoveryRefused | None:
+            try:
+                return await recover(current)
+            except asyncio.CancelledError:
+                self._interrupt = None
+                return Recovered(history=tuple(current.history))
+
+        return replace(setup, recover=retries)
