@@ -57,11 +57,11 @@ def kit_version() -> str:
 
 
 @functools.cache
-def corpus_version() -> str:
-    """``<n> cases, sha256:<12 hex>``: the count of the corpus's cases (as ``run`` counts them: a vector
-    file may hold several) and a digest of every fixture file (paths and contents, in path order), so any
-    edit of a case, script or clause changes it."""
-    from relavium_conformance._corpus.index import corpus_index
+def corpus_version(cases: int) -> str:
+    """``<n> cases, sha256:<12 hex>``: ``cases``, the count of the corpus's cases as ``run`` counts them
+    (a vector file may hold several; the caller counts them, since the corpus room sits above this one),
+    and a digest of every fixture file (paths and contents, in path order), so any edit of a case, script
+    or clause changes it."""
     from relavium_conformance._data import fixtures_dir
 
     root = fixtures_dir()
@@ -69,11 +69,12 @@ def corpus_version() -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    return f"{len(corpus_index())} cases, sha256:{digest.hexdigest()[:12]}"
+    return f"{cases} cases, sha256:{digest.hexdigest()[:12]}"
 
 
-def version_line() -> str:
-    """What ``relavium-conformance --version`` prints: one line with the three versions."""
+def version_line(cases: int) -> str:
+    """What ``relavium-conformance --version`` prints: one line with the three versions (``cases``: the
+    corpus's case count, see :func:`corpus_version`)."""
     older = ", ".join(v for v in PROTOCOL_VERSIONS if v != PROTOCOL_VERSION)
     protocol = f"protocol {PROTOCOL_VERSION}" + (f", also serves {older}" if older else "")
-    return f"{DISTRIBUTION} {kit_version()} (corpus {corpus_version()}; {protocol})"
+    return f"{DISTRIBUTION} {kit_version()} (corpus {corpus_version(cases)}; {protocol})"

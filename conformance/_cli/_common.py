@@ -129,9 +129,10 @@ class VersionAction(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
+        from relavium_conformance._corpus.index import corpus_index
         from relavium_conformance._version import version_line
 
-        print(version_line())
+        print(version_line(len(corpus_index())))
         parser.exit(0)
 
 

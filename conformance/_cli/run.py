@@ -13,8 +13,8 @@ from relavium_conformance._cli._common import (
     output_problems,
     positive_count,
     positive_seconds,
-    suggest,
 )
+from relavium_conformance._cli.selection import select_or_refuse
 from relavium_conformance._connect import ADAPTER_NAMES_HELP
 from relavium_conformance._corpus.index import (
     CaseEntry,
@@ -22,7 +22,6 @@ from relavium_conformance._corpus.index import (
     corpus_index,
     entry_of,
     exclude_cases,
-    select_cases,
 )
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.exit_status import ExitCode
@@ -30,7 +29,7 @@ from relavium_conformance._report.exit_status import ExitCode
 if TYPE_CHECKING:
     from relavium_conformance._corpus.cases import AnyCase
 
-__all__ = ["register", "run_command", "select_or_refuse"]
+__all__ = ["register", "run_command"]
 
 S = TypeVar("S", bound=Selectable)
 
@@ -193,18 +192,6 @@ def _usage_problems(args: argparse.Namespace) -> list[str]:
     if args.github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
         problems.append("--github-summary: GITHUB_STEP_SUMMARY is not set (GitHub Actions sets it)")
     return problems
-
-
-def select_or_refuse(args: argparse.Namespace, all_cases: tuple[S, ...]) -> tuple[S, ...]:
-    """The selected cases; a ``--select`` pattern that matches no case is a usage error (a mistyped
-    pattern beside a good one would otherwise quietly test less), naming the closest case or area."""
-    unmatched = [pattern for pattern in args.select if not select_cases(all_cases, [pattern])]
-    if unmatched:
-        ids = [case.id for case in all_cases] + sorted({case.area for case in all_cases})
-        raise KitUsageError(
-            "; ".join(f"--select {pattern!r} matches no case{suggest(pattern, ids)}" for pattern in unmatched)
-        )
-    return select_cases(all_cases, args.select)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -61,7 +61,7 @@ def store_misuses(args: argparse.Namespace) -> list[str]:
 
 
 def run_store_profile(args: argparse.Namespace) -> int:
-    from relavium_conformance._cli.run import select_or_refuse
+    from relavium_conformance._cli.selection import select_or_refuse
     from relavium_conformance._corpus.index import exclude_cases
 
     problems = store_misuses(args)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from relavium_conformance._cli import main
+from relavium_conformance._corpus.index import corpus_index
 from relavium_conformance._version import PROTOCOL_VERSION, corpus_version, kit_version, version_line
 
 ONE_LINE = re.compile(r"^relavium-conformance( [a-z-]+)?: error: [^\n]+\n$")
@@ -188,12 +189,12 @@ def test_select_refuses_each_pattern_that_matched_nothing(capsys: pytest.Capture
 def test_version_names_the_kit_the_corpus_and_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _err = call(["--version"], capsys)
     assert code == 0
-    assert out == version_line() + "\n"
+    cases = len(corpus_index())
+    assert out == version_line(cases) + "\n"
     assert kit_version() in out
-    assert corpus_version() in out
+    assert corpus_version(cases) in out
     assert f"protocol {PROTOCOL_VERSION}" in out
     assert re.search(r"corpus \d+ cases, sha256:[0-9a-f]{12}", out)
-    from relavium_conformance._corpus.index import corpus_index
 
     listed = call(["run", "--list"], capsys)[1].splitlines()
     assert f"corpus {len(listed)} cases," in out  # what a run counts (314 today), not the files
