@@ -93,6 +93,16 @@ T = TypeVar("T")
 _COMMIT_FAILURES = (sqlite3.Error, StoreError, ValidationError, InvalidInputError, ValueError, OverflowError)
 
 
+def _check_text(value: object, location: str) -> None:
+    """``InvalidInputError`` unless ``value`` is a string UTF-8 can encode (what a TEXT column keeps)."""
+    if not isinstance(value, str):
+        raise InvalidInputError("must be a string", location=location)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("must not hold a lone surrogate", location=location) from None
+
+
 _SCHEMA = """
 CREATE TABLE agent_sessions (
   id TEXT PRIMARY KEY,
@@ -357,6 +367,7 @@ class HistoryStore:
 
     @staticmethod
     def _live_session(db: sqlite3.Connection, session_id: str) -> sqlite3.Row:
+        _check_text(session_id, "sessionId")  # an id no row can hold: InvalidInputError, not a codec error
         row = db.execute(
             f"SELECT rowid AS row_ref, {_SESSION_COLUMNS} FROM agent_sessions "
             "WHERE id = ? AND deleted_at IS NULL",
@@ -415,7 +426,17 @@ class HistoryStore:
         title: str | None = None,
         exported_workflow_path: str | None = None,
     ) -> AgentSessionRecord:
-        """Change the row's status, title or export path (only the fields given)."""
+        """Change the row's status, title or export path (only the fields given).
+
+        A value that is not a string, or a string ``history.db`` cannot keep (a lone surrogate), is
+        refused with ``InvalidInputError`` naming the field before anything is read or written."""
+        for location, value in (
+            ("status", status),
+            ("title", title),
+            ("exportedWorkflowPath", exported_workflow_path),
+        ):
+            if value is not None:
+                _check_text(value, location)
         current = self.load_session(session_id)
         changed = current.model_copy(
             update={
