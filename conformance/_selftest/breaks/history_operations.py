@@ -246,3 +246,25 @@ class _TrimCountsItsMarker(AgentSession):
         if plan.drops_anything:
             self._markers = 1
         return plan
+
+
+_RESUMED_IN_WORKSPACE: dict[tuple[str, str], tuple[str, Any]] = {}
+
+
+@break_of(
+    name="resume-rows-keyed-by-agent",
+    summary="resume keys its rows by agent and workspace: a second session continues the first's rows",
+    clauses=("AS-LIFE-034",),
+)
+class _RowsKeyedByAgent(AgentSession):
+    """The state last resumed for an agent in a workspace is the one another session's resume continues."""
+
+    @classmethod
+    def resume(cls, **kwargs: Any) -> AgentSession:
+        key = (str(kwargs["agent"].id), str(kwargs["context"].working_dir))
+        held = _RESUMED_IN_WORKSPACE.get(key)
+        if held is not None and held[0] != kwargs["session_id"]:
+            kwargs["state"] = held[1]
+        else:
+            _RESUMED_IN_WORKSPACE[key] = (kwargs["session_id"], kwargs["state"])
+        return super().resume(**kwargs)
