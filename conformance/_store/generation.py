@@ -7,8 +7,8 @@ between rounds, and, where every connection is a process of its own, a SIGKILL w
 flight.  Ids come from small pools, so operations collide: two ordinary ids, one id meant for a
 placement (claim-form acquires of it are generated too), and the ids forks answered.
 
-:func:`fuzz_store` runs up to ``examples`` programs against an implementation in batches (a fixed seed
-gives the same programs, batch after batch), judges each history (``_store/history_check.py``), and
+:func:`fuzz_store` runs up to ``examples`` programs against an implementation (a fixed seed
+gives the same programs), judges each history (``_store/history_check.py``), and
 shrinks the first failure to the smallest program Hypothesis finds; :func:`program_case` writes it as a
 store case that ``run --profile session-store --cases DIR`` replays.
 """
@@ -47,17 +47,30 @@ __all__ = [
 
 DEFAULT_EXAMPLES = 100
 BATCH = 25
-"""Examples per Hypothesis run; the seed of batch ``n`` is derived from the fuzz seed and ``n``."""
+"""The progress line is printed every ``BATCH`` examples."""
 
 AREAS: dict[str, tuple[str, ...]] = {
-    "lifecycle": ("acquire", "release", "touch", "forget", "pin", "unpin", "read", "write"),
+    "lifecycle": ("acquire", "release", "touch", "forget", "pin", "unpin", "read", "write", "register"),
     "ownership": ("acquire", "register", "ownerOf", "fork", "release"),
     "forks": ("acquire", "fork", "read", "write", "ownerOf", "register", "incarnationOf"),
     "placement": ("acquire", "place", "listPlaced", "list", "release", "ownerOf"),
     "runs": ("acquire", "noteTaskRun", "list", "release", "fork"),
-    "incarnation": ("acquire", "incarnationOf", "release", "fork"),
+    "incarnation": ("acquire", "incarnationOf", "release", "fork", "place"),
 }
 """``fuzz --area``: the operations a narrowed run generates (``place``: an acquire with a placement)."""
+
+CLAUSE_AREAS = {
+    "SS-LIFE": "lifecycle",
+    "SS-GEN": "lifecycle",
+    "SS-REG": "ownership",
+    "SS-OWN": "ownership",
+    "SS-FORK": "forks",
+    "SS-PLACE": "placement",
+    "SS-TYPE": "placement",
+    "SS-RUN": "runs",
+    "SS-INC": "incarnation",
+}
+"""The generation area of a clause's area (the selftest generates where a break's first clause is)."""
 
 _FACE_OF = {
     "forget": "forget",
@@ -99,8 +112,8 @@ _PLACED_ID = "p1"
 _FORKS = ("$f1", "$f2")
 
 
-def _available(declaration: StoreDeclaration, area: str) -> list[str]:
-    wanted = AREAS[area]
+def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
+    wanted = AREAS[area] if area is not None else {op for ops in AREAS.values() for op in ops}
     out = []
     for op in sorted(wanted):
         face = _FACE_OF.get(op)
@@ -117,7 +130,7 @@ def _op(kind: str, via: str, data: st.DataObject, ids: Sequence[str]) -> dict[st
     params: dict[str, Any]
     if kind == "acquire":
         params = {"sessionId": sid}
-        if data.draw(st.booleans()):
+        if data.draw(st.sampled_from([False, False, True])):
             params["requireExisting"] = True
     elif kind == "place":
         scope = data.draw(st.sampled_from(["t1", "t2", None]))
@@ -168,6 +181,17 @@ def _number(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rounds
 
 
+def _race(op: dict[str, Any], names: Sequence[str]) -> list[dict[str, Any]]:
+    """``op`` sent from every connection; racing registers each carry an owner of their own."""
+    out = []
+    for i, name in enumerate(names):
+        params = dict(op["params"])
+        if op["op"] == "register":
+            params["owner"] = ("alice", "bob", "carol")[i]
+        out.append({**op, "via": name, "params": params})
+    return out
+
+
 def _one_writer(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """At most one write of a session per connection in a round: two writers over one connection share
     the one live session the store hands out (KD-SS-4), and the optimistic lock is between instances."""
@@ -186,9 +210,8 @@ def programs(
     declaration: StoreDeclaration, *, area: str | None = None, processes: bool = False
 ) -> st.SearchStrategy[dict[str, Any]]:
     """Store programs for ``declaration`` (module doc); ``processes``: crashes may land mid-round."""
-    themes = {name: _available(declaration, name) for name in ([area] if area is not None else AREAS)}
-    themes = {name: kinds for name, kinds in themes.items() if kinds}
-    if not themes:
+    kinds = _available(declaration, area)
+    if not kinds:
         raise KitUsageError(f"the store declares no face the area {area!r} needs")
     shared = declaration.durability == "durable"
 
@@ -197,15 +220,22 @@ def programs(
         data = draw(st.data())
         count = draw(st.integers(1, 3)) if shared else 1
         names = [chr(ord("a") + i) for i in range(count)]
-        # swarm testing: each program uses a few kinds of operation of one area, so that they meet often
-        kinds = themes[draw(st.sampled_from(sorted(themes)))]
-        swarm = ["acquire", *draw(st.lists(st.sampled_from(kinds), min_size=1, unique=True))]
-        ids = [*_IDS, *([_PLACED_ID] if "place" in swarm else []), *(_FORKS if "fork" in swarm else [])]
+        # swarm testing: each program uses about half the kinds of operation, so that they meet often
+        swarm = [kind for kind in kinds if kind != "acquire" and draw(st.booleans())] + ["acquire"]
+        pool = [*dict.fromkeys(_IDS), *([_PLACED_ID] if "place" in swarm else [])]
+        # and on ids: a program's operations meet on the few sessions it draws
+        ids = [sid for sid in pool if draw(st.booleans())] or pool[-1:]
+        ids += [*(_FORKS if "fork" in swarm else [])]
         rounds: list[dict[str, Any]] = []
-        for _ in range(draw(st.integers(1, 8))):
-            what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "ops", "ops", "restart", "crash"]))
+        for _ in range(draw(st.integers(3, 12))):
+            what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "race", "race", "restart", "crash"]))
             if what == "restart":
                 rounds.append({"restart": True})
+                continue
+            if what == "race" and count > 1:  # one operation from every connection at once
+                rounds.append(
+                    {"ops": _one_writer(_race(_op(draw(st.sampled_from(swarm)), "a", data, ids), names))}
+                )
                 continue
             crash = draw(st.sampled_from(names)) if what == "crash" else None
             if crash is not None and not (processes and draw(st.booleans())):
@@ -213,7 +243,7 @@ def programs(
                 continue
             ops = [
                 _op(draw(st.sampled_from(swarm)), draw(st.sampled_from(names)), data, ids)
-                for _ in range(draw(st.integers(1, 3)))
+                for _ in range(draw(st.integers(1, 4)))
             ]
             rounds.append({"ops": _one_writer(ops), **({"crash": crash} if crash else {})})
         return {
@@ -221,7 +251,7 @@ def programs(
             "connections": count,
             "processes": processes,
             "rounds": _number(rounds),
-            "observe": sorted(set(ids) - set(_FORKS)),
+            "observe": pool,
         }
 
     return program()
@@ -274,7 +304,9 @@ def program_case(program: Mapping[str, Any], declaration: StoreDeclaration, why:
 @dataclass
 class StoreFuzzOutcome:
     examples: int = 0
+    """Examples generated (up to and including the first failing one, when one fails)."""
     seconds: float = 0.0
+    """Wall time, shrinking included."""
     failure: dict[str, Any] | None = None
     """The shrunk failing program."""
     message: str = ""
@@ -323,49 +355,42 @@ def fuzz_store(
     time_budget: float | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
 ) -> StoreFuzzOutcome:
-    """Run up to ``examples`` generated programs (module doc); the first failure comes back shrunk."""
-    processes = replicas is not None
-    strategy = programs(declaration, area=area, processes=processes)
+    """Run up to ``examples`` generated programs (module doc); the first failure comes back shrunk.
+    Past ``time_budget`` seconds no further program is played (and none counts as an example)."""
+    strategy = programs(declaration, area=area, processes=replicas is not None)
     outcome = StoreFuzzOutcome()
     started = time.perf_counter()
     runner = asyncio.Runner()
     last: dict[str, Any] = {}
 
     def attempt(program: dict[str, Any]) -> None:
+        if "program" not in last:  # generating: mind the budget, count, say how far it got
+            if time_budget is not None and time.perf_counter() - started >= time_budget:
+                outcome.out_of_time = True
+                return
+            outcome.examples += 1
+            if on_progress is not None and outcome.examples % BATCH == 0:
+                on_progress(outcome.examples, examples, time.perf_counter() - started)
         why, history = runner.run(run_program(factory, replicas, declaration, program, timeout))
         if why:
             last.update(program=program, why=why, history=history)
             raise _Found(why)
 
+    test = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )(given(strategy)(attempt))
+    if seed is not None:
+        test = fixed_seed(seed)(test)
     try:
-        batch = 0
-        while outcome.examples < examples:
-            size = min(BATCH, examples - outcome.examples)
-            test = settings(
-                max_examples=size,
-                database=None,
-                deadline=None,
-                derandomize=False,
-                phases=(Phase.generate, Phase.shrink),
-                suppress_health_check=list(HealthCheck),
-                report_multiple_bugs=False,
-            )(given(strategy)(attempt))
-            if seed is not None:
-                test = fixed_seed(seed * 1009 + batch)(test)
-            try:
-                test()
-            except _Found:
-                outcome.failure = last.get("program")
-                outcome.message, outcome.history = str(last.get("why")), list(last.get("history", []))
-                outcome.examples += size  # at most: the failing batch stopped early
-                break
-            outcome.examples += size
-            batch += 1
-            if on_progress is not None:
-                on_progress(outcome.examples, examples, time.perf_counter() - started)
-            if time_budget is not None and time.perf_counter() - started >= time_budget:
-                outcome.out_of_time = outcome.examples < examples
-                break
+        test()
+    except _Found:
+        outcome.failure = last.get("program")
+        outcome.message, outcome.history = str(last.get("why")), list(last.get("history", []))
     finally:
         runner.close()
     outcome.seconds = time.perf_counter() - started
@@ -387,7 +412,7 @@ def program_sequence(declaration: StoreDeclaration, seed: int, count: int) -> li
         phases=(Phase.generate,),
         suppress_health_check=list(HealthCheck),
     )(given(strategy)(keep))
-    fixed_seed(seed * 1009)(test)()
+    fixed_seed(seed)(test)()
     return drawn
 
 
@@ -419,13 +444,19 @@ class GeneratedCatch:
 
 
 def catch_by_generation(
-    factory: AdapterFactory, declaration: StoreDeclaration, *, examples: int = DEFAULT_EXAMPLES
+    factory: AdapterFactory,
+    declaration: StoreDeclaration,
+    *,
+    clause: str | None = None,
+    examples: int = DEFAULT_EXAMPLES,
 ) -> GeneratedCatch | None:
-    """Fuzz ``factory`` at :data:`SELFTEST_SEED`; the shrunk failure as a store case, or ``None``.
-    Synchronous (it runs its own event loop): from async code call it in a thread."""
+    """Fuzz ``factory`` at :data:`SELFTEST_SEED`, in the area of ``clause`` (as ``fuzz --area`` would);
+    the shrunk failure as a store case, or ``None``.  Synchronous (it runs its own event loop): from
+    async code call it in a thread."""
     from relavium_conformance._store.cases import StoreCase
 
-    outcome = fuzz_store(factory, declaration, examples=examples, seed=SELFTEST_SEED)
+    area = CLAUSE_AREAS.get(clause.rpartition("-")[0]) if clause else None
+    outcome = fuzz_store(factory, declaration, examples=examples, seed=SELFTEST_SEED, area=area)
     if outcome.failure is None:
         return None
     text = program_case(outcome.failure, declaration, "selftest", "a generated program the break fails")

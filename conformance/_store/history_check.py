@@ -255,6 +255,16 @@ def _same(state: State, call: Call, rules: Contract) -> Step:
     return [state], ""
 
 
+def _forget(state: State, call: Call, rules: Contract) -> Step:
+    """forget keeps history; on a store whose list is its cache (process-local) the recorded run lives
+    in the cached view and may go with it."""
+    kept, why = _same(state, call, rules)
+    session = state.session(str(call.params.get("sessionId")))
+    if kept and not rules.durable and session is not None and session.run is not None:
+        kept.append(state.with_session(str(call.params["sessionId"]), replace(session, run=None)))
+    return kept, why
+
+
 def _note_task_run(state: State, call: Call, rules: Contract) -> Step:
     sid = str(call.params["sessionId"])
     if call.outcome == "fail":
@@ -400,7 +410,7 @@ MODEL: dict[str, Callable[[State, Call, Contract], Step]] = {
     "ownerOf": _owner_of,
     "fork": _fork,
     "release": _release,
-    "forget": _same,
+    "forget": _forget,
     "pin": _same,
     "unpin": _same,
     "touch": _same,

@@ -43,6 +43,7 @@ from relavium_conformance._report.results import Difference
 from relavium_conformance._store.execute import CaseFailure, StoreWorld
 from relavium_conformance._store.history_check import Call, Contract, HistoryVerdict, check_history
 from relavium_conformance._store.replicas import kill
+from relavium_conformance._wire.envelope import PeerClosed
 from relavium_conformance._wire.protocol import OperationError
 
 __all__ = ["HISTORY_SCENARIOS", "contract_of", "judge_program", "play_program"]
@@ -127,8 +128,8 @@ async def _perform(world: StoreWorld, rec: _Recorder, op: Mapping[str, Any]) -> 
         outcome = "ok"
     except OperationError as refusal:
         outcome, answer = "fail", refusal.code if refusal.kind == "session_error" else refusal.kind
-    except AdapterError as exc:  # the connection broke (or its process was killed): no outcome
-        outcome, answer = "info", exc.reason
+    except (AdapterError, PeerClosed) as exc:  # the connection broke (or was killed): no outcome
+        outcome, answer = "info", str(exc)
         world.connections.pop(via, None)
     complete = None if outcome == "info" else rec.tick()
     if name is not None:
@@ -141,12 +142,12 @@ async def _crash(world: StoreWorld, via: str) -> None:
     adapter = world.connections.get(via)
     if adapter is None:
         return
+    if adapter is world.pool.primary:  # the next use of the name starts a new one
+        world.pool.primary = None
     if isinstance(getattr(adapter, "pid", None), int):
         await kill(world, via)
         return
     world.connections.pop(via)
-    if adapter is world.pool.primary:
-        world.pool.primary = None
     with contextlib.suppress(Exception):
         await adapter.close()
 

@@ -4,12 +4,18 @@ incarnationOf answer.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from relavium_conformance._selftest.stores.registry import store_break_of
 from relavium_reference._host.session_store_live import INHERIT, StoreSession, mint_id
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._model.session_store_shapes import UNKNOWN, SessionMetadata, Unknown
+from relavium_reference._model.session_store_shapes import (
+    UNKNOWN,
+    SessionMetadata,
+    SessionPlacement,
+    Unknown,
+)
 
 __all__: list[str] = []  # the broken stores register themselves (see ``registry.store_break_of``)
 
@@ -89,3 +95,18 @@ class ForkCopiesIncarnation(SqliteSessionStore):
                     (source_id, new_id),
                 )
         return new_id
+
+
+@store_break_of(
+    name="incarnation-derived-from-id",
+    summary="a row's incarnation is a digest of its session id: stable across restarts and replicas, but "
+    "a session deleted and created again under its id reads as the same occupant (no hand-written case "
+    "catches it; generation does)",
+    clauses=("SS-INC-001",),
+)
+class IncarnationDerivedFromId(SqliteSessionStore):
+    def _create(self, session_id: str, placement: SessionPlacement | None) -> None:
+        super()._create(session_id, placement)
+        with self._write() as db:
+            digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+            db.execute("UPDATE store_sessions SET incarnation = ? WHERE id = ?", (digest, session_id))

@@ -130,7 +130,7 @@ async def _by_generation(broken: BrokenStore, verdict: BrokenVerdict, timeout: f
         return verdict
     factory = _factory(f"broken:{broken.name}", broken.implementation)
     declaration = declaration_of(tuple(broken.implementation().capabilities))
-    found = await asyncio.to_thread(catch_by_generation, factory, declaration)
+    found = await asyncio.to_thread(catch_by_generation, factory, declaration, clause=broken.clauses[0])
     if found is None:
         return verdict
     run, _hello = await run_store_cases(factory, [found.case], timeout=timeout)

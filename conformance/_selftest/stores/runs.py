@@ -75,3 +75,4 @@ class NoteTaskRunThrows(SqliteSessionStore):
 class CreatedAtNotIso(SqliteSessionStore):
     async def list_sessions(self) -> list[StoreSummary]:
         return [replace(r, created_at="yesterday") for r in await super().list_sessions()]
+
