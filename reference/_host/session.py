@@ -267,8 +267,10 @@ class AgentSession:
         """The KD-COMP-2 token estimate of the next request for ``pending_user``.
 
         Computed on the one projection the request itself uses (same history selection, summary
-        placement, tools and folding), so the two can never disagree.
+        placement, tools and folding), so the two can never disagree.  ``InvalidInputError``: not a
+        string, or holding a lone surrogate.
         """
+        check_user_text(pending_user)
         projected = project_request(
             system=self._agent.system_prompt,
             history=self._history(),
@@ -293,7 +295,10 @@ class AgentSession:
         )
 
     def set_turn_policy(self, policy: TurnPolicy | None) -> None:
-        """Store the policy for the next turn start (any state); inert once cancelled."""
+        """Store the policy for the next turn start (any state); inert once cancelled.
+        ``InvalidInputError``: neither a ``TurnPolicy`` nor ``None`` (nothing is stored)."""
+        if policy is not None and not isinstance(policy, TurnPolicy):
+            raise InvalidInputError("a turn policy must be a TurnPolicy or None", location="policy")
         outcome = self._enter(SessionInput.SET_TURN_POLICY)
         if outcome.effect is Effect.STORE_POLICY:
             self._policy = policy or TurnPolicy()
@@ -395,8 +400,10 @@ class AgentSession:
         The document is built from the host's persisted transcript (every completed turn, those behind
         a compaction or trim boundary included), deterministically; the file is written whole or not
         at all.  Refuses ``not_started`` / ``busy`` / ``not_active``; a session without a persister
-        cannot export (``InvalidInputError``).
+        cannot export (``InvalidInputError``), nor can a path that is not a string.
         """
+        if not isinstance(workflow_path, str):
+            raise InvalidInputError("a workflow path must be a string", location="workflowPath")
         self._enter(SessionInput.EXPORT)
         persister = self._deps.persister
         if persister is None:
@@ -411,8 +418,13 @@ class AgentSession:
     async def run_user_command(
         self, command: str, args: Sequence[str] = ()
     ) -> CommandRan | CommandDenied | CommandFailed | CommandCancelled:
-        """Run a user's ``!`` command (idle only; the session is idle again afterwards)."""
-        if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
+        """Run a user's ``!`` command (idle only; the session is idle again afterwards).
+        ``InvalidInputError``: the command is not a string, or ``args`` not a sequence of strings."""
+        if (
+            not isinstance(command, str)
+            or not isinstance(args, list | tuple)
+            or not all(isinstance(a, str) for a in args)
+        ):
             raise InvalidInputError("a command and its arguments must be strings", location="command")
         self._enter(SessionInput.RUN_USER_COMMAND)
         self._commands_run += 1
@@ -447,8 +459,14 @@ class AgentSession:
         Order: a lifecycle refusal (``SessionStateError``), then the memory policy's refusal, then the
         bound (``InvalidInputError``) and ``nothing_to_trim``; none of these changes anything.  A trim
         that drops history appends one boundary marker through the host's persister, installs the kept
-        suffix and emits ``session:trimmed``; it never calls a provider.
+        suffix and emits ``session:trimmed``; it never calls a provider.  Before all of these, a
+        ``max_messages`` that is not an integer or a ``reason`` other than ``manual`` is refused with
+        ``InvalidInputError``.
         """
+        if type(max_messages) is not int:  # bool is an int subclass, never a bound
+            raise InvalidInputError("a trim bound must be an integer", location="maxMessages")
+        if reason != "manual":
+            raise InvalidInputError("a manual trim's reason is manual", location="reason")
         self._enter(SessionInput.TRIM)  # idle -> history: nothing races the trim
         try:
             return await self._trim(max_messages, reason)
@@ -484,7 +502,10 @@ class AgentSession:
 
     async def compact(self, reason: Literal["manual"] = "manual") -> CompactionResult:
         """Summarise the older working context (started and idle only); see
-        :meth:`~relavium_reference._host.session_compaction.SessionCompactions.compact`."""
+        :meth:`~relavium_reference._host.session_compaction.SessionCompactions.compact`.
+        ``InvalidInputError``: a ``reason`` other than ``manual``."""
+        if reason != "manual":
+            raise InvalidInputError("a manual compaction's reason is manual", location="reason")
         return await self._compactions.compact(reason)
 
     async def run_compaction(
