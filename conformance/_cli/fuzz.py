@@ -24,6 +24,8 @@ DEPTHS = {"quick": 25, "default": 100, "thorough": 500}
 """``--depth``: examples per preset (the agent-session fuzzer's own ``PROFILES`` agree)."""
 STORE_AREAS = ("lifecycle", "ownership", "forks", "placement", "runs", "incarnation")
 """``--area`` for the session-store profile (``_store/generation.py``'s ``AREAS``)."""
+AGENT_SESSION_AREAS = ("lifecycle", "history", "chain", "presend", "overflow")
+"""``--area`` for the agent-session profile (``_corpus/generated``'s ``AREAS``, held equal by a test)."""
 
 
 def register(subparsers: Any) -> None:
@@ -61,7 +63,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--area",
         metavar="AREA",
-        help="session-store only: generate one area's operations (" + ", ".join(STORE_AREAS) + ")",
+        help="generate one area's cases: agent-session ("
+        + ", ".join(AGENT_SESSION_AREAS)
+        + "), session-store ("
+        + ", ".join(STORE_AREAS)
+        + ")",
     )
     parser.add_argument(
         "--time-budget",
@@ -112,7 +118,6 @@ def _fuzz(args: argparse.Namespace) -> int:
 
         return fuzz_store_command(args, args.examples if args.examples is not None else DEPTHS[args.depth])
     for given, option in (
-        (args.area, "--area"),
         (args.time_budget, "--time-budget"),
         (args.processes, "--processes"),
     ):
@@ -134,7 +139,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     adapter = resolve_adapter(args.adapter, timeout=args.timeout)
     prefix = adapter_alias(args.adapter).replace(":", "-").lower()
     prefix = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in prefix).strip("-") or "fuzz"
-    outcome = fuzz(adapter, examples=examples, seed=args.seed, timeout=args.timeout, name_prefix=prefix)
+    outcome = fuzz(
+        adapter, examples=examples, seed=args.seed, timeout=args.timeout, name_prefix=prefix, area=args.area
+    )
     run = outcome.run
     for note in outcome.notes:
         print(f"relavium-conformance fuzz: warning: {note}", file=sys.stderr)

@@ -23,7 +23,8 @@ def test_fuzz_finds_shrinks_and_writes_a_case_that_fails_the_broken_engine(
 ) -> None:
     cases, report = tmp_path / "cases", tmp_path / "fuzz.json"
     options = ["--seed", "1", "--examples", "100", "--write", str(cases), "--json", str(report)]
-    code = main(["fuzz", "--adapter", "broken:no-hard-cap", *options])
+    # the lifecycle area (every area mixed, the chain area may shrink the same bug to its own shape)
+    code = main(["fuzz", "--adapter", "broken:no-hard-cap", "--area", "lifecycle", *options])
     out = capsys.readouterr().out
     assert code == 1, out
     [written] = load_transcripts_from(cases)  # a valid golden transcript, id matching its path
@@ -115,3 +116,22 @@ def test_strategies_without_hypothesis_says_which_extra_to_install() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("hypothesis | ")
     assert "pip install 'relavium-conformance[strategies]'" in out
+
+
+def test_fuzz_area_finds_a_boundary_break_the_corpus_misses_and_writes_a_replayable_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from relavium_conformance._cli.fuzz import AGENT_SESSION_AREAS
+    from relavium_conformance._corpus.generated import AREAS
+
+    assert tuple(AREAS) == AGENT_SESSION_AREAS
+    cases = tmp_path / "cases"
+    options = ["--area", "history", "--seed", "0", "--examples", "100", "--write", str(cases)]
+    assert main(["fuzz", "--adapter", "broken:trim-counts-its-marker", *options]) == 1
+    [written] = load_transcripts_from(cases)
+    assert "AS-LIFE-039" in written.clauses
+    assert [step.op for step in written.steps].count("trimHistory") >= 2  # a trim after a trim, shrunk
+    capsys.readouterr()
+    select = ["--cases", str(cases), "--select", "generated/*"]
+    assert main(["run", "--adapter", "broken:trim-counts-its-marker", *select]) == 1
+    assert main(["run", "--adapter", "reference", *select]) == 0
