@@ -367,6 +367,91 @@ def test_the_checkers_report_a_planted_circle_and_a_planted_upward_import(tmp_pa
     assert found == [f"{kit_name}._wire.peer -> {kit_name}._judge.judge: _wire imports _judge, not below it"]
 
 
+_MAY_IMPORT = re.compile(r"^May import:(.*?)(?:\n[ \t]*\n|\Z)", re.DOTALL | re.MULTILINE)
+_ROOM_NAMED = re.compile(r"``(_[a-z_]+)``")
+ROOM_DOCSTRING_PARTS = ("Lives here", "Must not", "May import:")
+
+
+def room_docstring_problems(
+    sources: dict[str, Path], kit_rooms: tuple[tuple[str, ...], ...] = KIT_ROOMS
+) -> list[str]:
+    """What the ``__init__`` docstrings of the rooms (and of their sub-packages) get wrong.
+
+    Each says what lives there, what must not and, on a paragraph of its own starting ``May import:``,
+    the rooms it may import, each as a ``_room`` literal (the engine, named by its dotted modules, is not
+    read).  Every named room must be a room below it in the order (its own room may be named); every room
+    its modules import must be named.
+    """
+    out: list[str] = []
+    for package, source_dir in sources.items():
+        for init in sorted(source_dir.rglob("__init__.py")):
+            folder = init.parent
+            if folder == source_dir:
+                continue
+            parts = folder.relative_to(source_dir).parts
+            where, room = ".".join([package, *parts]), parts[0]
+            own_rank = _rank(package, room, kit_rooms)
+            if own_rank is None:
+                continue  # check_tree reports a room outside the plan
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            out.extend(
+                f"{where}: the docstring does not say {part!r}"
+                for part in ROOM_DOCSTRING_PARTS
+                if part not in doc
+            )
+            found = _MAY_IMPORT.search(doc)
+            named = set(_ROOM_NAMED.findall(found.group(1))) - {room} if found else set()
+            for name in sorted(named):
+                rank = _rank(package, name, kit_rooms)
+                if rank is None or rank >= own_rank:
+                    out.append(f"{where}: names {name}, which is not a room below {room}")
+            used = set()
+            for path in folder.rglob("*.py"):
+                for imported in _imports(path, _module_name(package, source_dir, path)):
+                    target = _room(imported)
+                    if (
+                        target is not None
+                        and target[0] == package
+                        and _rank(*target, kit_rooms=kit_rooms) is not None
+                    ):
+                        used.add(target[1])
+            out.extend(
+                f"{where}: imports {name}, which its docstring does not name"
+                for name in sorted(used - named - {room})
+            )
+    return out
+
+
+def test_every_room_says_what_lives_there_and_what_it_may_import() -> None:
+    problems = room_docstring_problems({name: ROOT / folder for name, folder in PACKAGES.items()})
+    assert not problems, "\n".join(problems)
+
+
+def test_the_room_docstring_check_fails_on_a_wrong_or_missing_list(tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+
+    def room(may_import: str) -> str:
+        return f'"""Lives here: x.\n\nMust not live here: y.\n\nMay import: {may_import}\n"""\n'
+
+    _write(kit, "__init__.py", "")
+    _write(kit, "_wire/__init__.py", room("``_errors``, ``_run`` (and below)."))  # _run is above
+    _write(kit, "_corpus/__init__.py", '"""_corpus room."""\n')  # says nothing
+    _write(kit, "_judge/__init__.py", room("``_wire``."))
+    _write(kit, "_judge/judge.py", "from relavium_conformance._corpus import cases\nfrom . import events\n")
+    _write(kit, "_run/__init__.py", room("``_judge``, ``_wire``, ``_run``."))  # its own room may be named
+    _write(kit, "_run/sub/__init__.py", room("``_wire``,\n``_report``.\n\nNot read: ``_judge``."))
+    _write(kit, "_run/sub/deep.py", "import relavium_conformance._judge.judge\n")
+    kit_name = "relavium_conformance"
+    assert room_docstring_problems({kit_name: kit}) == [
+        f"{kit_name}._corpus: the docstring does not say 'Lives here'",
+        f"{kit_name}._corpus: the docstring does not say 'Must not'",
+        f"{kit_name}._corpus: the docstring does not say 'May import:'",
+        f"{kit_name}._judge: imports _corpus, which its docstring does not name",
+        f"{kit_name}._run.sub: imports _judge, which its docstring does not name",
+        f"{kit_name}._wire: names _run, which is not a room below _wire",
+    ]
+
+
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_top_level_modules_and_rooms_stay_within_the_plan(package: str) -> None:
     source = ROOT / PACKAGES[package]

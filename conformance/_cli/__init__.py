@@ -9,6 +9,19 @@ The console script and ``python -m relavium_conformance`` call :func:`entry`: :f
 that skips the interpreter's own teardown (freeing every module, model and cached case: 40-70 ms of a
 run here) once every exit handler has run, the output is flushed and no other thread is left; anything
 else (a thread still running, an output that cannot be flushed) exits the ordinary way.
+
+Lives here: this dispatcher and one module per sub-command (``run.py``, ``run_cases.py``,
+``store_profile.py``, ``selftest.py``, ``fuzz.py``, ``fuzz_store.py``, ``interop.py``, ``report.py``,
+``coverage.py``, ``data_path.py``, ``regen_schemas.py``, ``snapshots.py``), the case selection the flags
+ask for (``selection.py``) and what every sub-command shares (``_common.py``).
+
+Must not live here: what a sub-command does once its flags are read (running, judging, reporting,
+proving the kit bites: the rooms below), and any engine internal (the reference's ``stdio-server`` and
+``export`` are reached through ``_reference/``).
+
+May import: ``_errors``, ``_data``, ``_version``, ``_wire``, ``_corpus``, ``_report``, ``_judge``,
+``_reference``, ``_run``, ``_store``, ``_selftest``, ``_connect`` (every room below it, the top room
+but for the package's own face; tests/test_layering.py holds the order), and the engine's public package.
 """
 
 from __future__ import annotations

@@ -8,6 +8,16 @@ against any adapter.  A shrunk counterexample is an ordinary case: :func:`case_t
 golden transcript.
 
 Areas (``fuzz --area``): see :data:`AREAS`.  Needs Hypothesis (the kit's ``strategies`` extra).
+
+Lives here: one module per area (``chain.py``, ``history.py``, ``lifecycle.py``, ``overflow.py``,
+``presend.py``) and, in this module, what they share (the case writer, the common strategies).
+
+Must not live here: running or judging a generated case (the ordinary ``_run/`` and ``_judge/`` do), the
+store profile's generated programs (``_store/generation.py``), and any engine import: the model here is
+the kit's own reading of the rules.
+
+May import: ``_errors``, ``_data``, ``_version``, ``_wire`` and its own room ``_corpus`` (as the room
+does; tests/test_layering.py holds the order).
 """
 
 from __future__ import annotations

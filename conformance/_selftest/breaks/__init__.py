@@ -6,6 +6,16 @@ Each break is the reference engine with one behaviour changed; it is registered 
 :data:`BROKEN_IMPLEMENTATIONS`.  :mod:`relavium_conformance._selftest.proofs` runs every case citing a
 break's clauses against it and reports whether at least one of them failed; a break no case catches is
 a hole in the corpus.
+
+Lives here: one module per clause area and this registry, nothing else.
+
+Must not live here: the store profile's broken stores (``_selftest/stores/``), the selftest itself
+(``_selftest/proofs.py``), compliant alternatives (``_selftest/compliant*.py``), and no module named with
+a digit.
+
+May import: ``_errors``, ``_data``, ``_version``, ``_wire``, ``_corpus``, ``_report``, ``_judge``,
+``_reference``, ``_run``, ``_store`` and its own room ``_selftest`` (as the room does; tests/test_layering.py
+holds the order), and the engine, internals included.
 """
 
 from __future__ import annotations

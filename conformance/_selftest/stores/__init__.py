@@ -7,6 +7,16 @@ durabilities at once.  Each is registered where it is defined by
 first clause's area (:data:`CLAUSE_AREAS`); importing this package builds :data:`BROKEN_STORES`.
 :mod:`relavium_conformance._selftest.stores.proofs` catches each with the store cases citing its
 clauses.
+
+Lives here: one module per SS- clause area, the registry (``registry.py``) and the store profile's
+selftest (``proofs.py``).
+
+Must not live here: the agent-session breaks (``_selftest/breaks/``) and the store cases themselves
+(``_store/``).
+
+May import: ``_errors``, ``_data``, ``_version``, ``_wire``, ``_corpus``, ``_report``, ``_judge``,
+``_reference``, ``_run``, ``_store`` and its own room ``_selftest`` (as the room does; tests/test_layering.py
+holds the order), and the engine, internals included.
 """
 
 from __future__ import annotations
