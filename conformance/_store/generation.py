@@ -284,7 +284,14 @@ def needs_of(program: Mapping[str, Any], declaration: StoreDeclaration) -> list[
 def program_case(program: Mapping[str, Any], declaration: StoreDeclaration, why: str, title: str) -> str:
     """A failing program as a store case file (YAML), named by a digest of the program."""
     digest = hashlib.sha256(json.dumps(program, sort_keys=True).encode()).hexdigest()[:10]
-    clauses = sorted({c for op in _ops_of(program) for c in CLAUSES.get(op, ())}) or ["SS-LIFE-005"]
+    judged = _ops_of(program)
+    if program.get("observe"):  # the final reads judge through every reading face the store declares
+        judged += [
+            op
+            for op in ("ownerOf", "incarnationOf", "list", "listPlaced")
+            if _FACE_OF[op] in declaration.faces
+        ]
+    clauses = sorted({c for op in judged for c in CLAUSES.get(op, ())}) or ["SS-LIFE-005"]
     document = {
         "id": f"store/generated-{digest}",
         "title": title,
