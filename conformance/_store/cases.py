@@ -27,8 +27,15 @@ Step kinds (exactly one of ``op``, ``advance``, ``restart``, ``concurrent``, ``c
 * ``check: "$name..."`` with ``expect``: match a saved value; ``same: {of: name, key: path}``: every
   item of a saved list agrees at ``path``.
 
+``needs: [requireExisting]`` marks a case about the existence check itself (a store that declares
+``store:rejects-requireExisting`` reads it unsupported).  Any other case whose steps acquire with
+``requireExisting`` (a step written ``error: any`` aside: it accepts the rejection as it is) runs against
+such a store up to the first of them, which must be refused; the case then books only SS-LIFE-007, and
+its own clauses are judged by the cases that do without the option.  A scenario that reopens sessions
+with the option (:data:`OPTION_SCENARIOS`) reads unsupported there.
+
 A ``scenario`` instead of ``steps`` names a kit-driven scenario with its parameters
-(``register-race``: ``connections``, ``racers``, ``rounds``; the replica scenarios of
+(``register-race``: ``connections``, ``racers``, ``rounds``; ``release-owned``; the replica scenarios of
 ``_store/replicas.py``: ``append-race`` with ``replicas``, ``rounds``, ``batch``; ``kill-append`` with
 ``rounds``, ``batch``; ``kill-fork`` with ``size``).
 
@@ -85,8 +92,12 @@ NEED_WORDS = frozenset(
         "placements:process-local",
         "no-placements",
         "clock",
+        "requireExisting",
+        "rejects-requireExisting",
     }
 )
+OPTION_SCENARIOS = frozenset({"append-race", "kill-append", "kill-fork", "history"})
+"""The scenario kinds that reopen sessions with ``requireExisting``."""
 _ClauseIds = Annotated[tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...], Field(min_length=1)]
 _CASE_ID = r"^store(-vectors)?/[a-z0-9][a-z0-9-]*$"
 
@@ -167,6 +178,19 @@ class StoreCase(_Strict):
     def capabilities(self) -> tuple[str, ...]:
         return ("session-store", *(f"store:{n}" for n in self.needs))
 
+    @property
+    def uses_require_existing(self) -> bool:
+        """Some step (or the scenario) acquires with ``requireExisting``."""
+        if self.scenario is not None:
+            return self.scenario.get("kind") in OPTION_SCENARIOS
+        return any(_uses_option(step) for step in self.steps)
+
+
+def _uses_option(step: StoreStep) -> bool:
+    if step.op == "acquire" and step.params.get("requireExisting") is True:
+        return True
+    return any(_uses_option(inner) for racer in step.concurrent or () for inner in racer)
+
 
 class StoreVector(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
@@ -187,6 +211,10 @@ class StoreVectorCase(_Strict):
     @property
     def area(self) -> str:
         return self.id.split("/", 1)[0]
+
+    @property
+    def uses_require_existing(self) -> bool:
+        return False
 
     @property
     def capabilities(self) -> tuple[str, ...]:

@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 CLOCK_START = 1_700_000_000_000
+OPTION_CLAUSE = "SS-LIFE-007"
+"""The clause a store that refuses ``requireExisting`` is judged on by the cases that use the option."""
 _REF = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)$")
 
 AdapterFactory = Callable[[], Adapter]
@@ -124,6 +126,9 @@ class StoreWorld:
         self.clock: int | None = CLOCK_START if declaration.clock else None
         self.saved: dict[str, Any] = {}
         self.stderr: list[str] = []
+        self.refuses_option = declaration.rejects_require_existing
+        """Every acquire with ``requireExisting`` must be refused, and the case ends there (a case that
+        ``needs: [rejects-requireExisting]`` states the refusals itself and clears this)."""
 
     async def connection(self, name: str) -> Adapter:
         adapter = self.connections.get(name)
@@ -251,9 +256,43 @@ async def _op_step(world: StoreWorld, step: StoreStep, where: str) -> Any:
     return answer
 
 
+class OptionRefused(KitError):
+    """A store that declares it rejects ``requireExisting`` refused it, as declared: the case ends."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
+async def _refuses_option(world: StoreWorld, step: StoreStep, where: str) -> None:
+    """The store declared ``store:rejects-requireExisting``: this acquire must be refused (any
+    ``SessionError``), whatever the case expected of a store that checks existence."""
+    try:
+        answer = await world.call(step.via, "store.acquire", world.resolve(step.params))
+    except OperationError as refusal:
+        if refusal.kind == "session_error":
+            raise OptionRefused(where) from None
+        answer = f"{refusal.kind} {refusal.code or ''}: {refusal.message}"
+    raise CaseFailure(
+        [
+            Difference(
+                path=where,
+                message="the store declares store:rejects-requireExisting, yet did not refuse the option "
+                "with a SessionError",
+                expected="a SessionError refusal (unsupported)",
+                actual=_jsonable(answer),
+                clauses=(OPTION_CLAUSE,),
+            )
+        ]
+    )
+
+
 async def _run_steps(world: StoreWorld, steps: Sequence[StoreStep], prefix: str) -> None:
     for index, step in enumerate(steps):
         where = f"{prefix}[{index}]" + (f" {step.op}" if step.op else "")
+        option = _option_step(step) if world.refuses_option else None
+        if option is not None:
+            await _refuses_option(world, option, where)
         if step.op is not None:
             answer = await _op_step(world, step, where)
             if step.save:
@@ -281,6 +320,18 @@ async def _run_steps(world: StoreWorld, steps: Sequence[StoreStep], prefix: str)
                         )
                     ]
                 )
+
+
+def _option_step(step: StoreStep) -> StoreStep | None:
+    """The step itself, or the first racer's step, that acquires with ``requireExisting`` and expects
+    more than a refusal of any kind (a step written ``error: any`` already accepts the rejection)."""
+    if step.op == "acquire" and step.params.get("requireExisting") is True:
+        return None if "any" in (step.refusals or ()) else step
+    for racer in step.concurrent or ():
+        for inner in racer:
+            if _option_step(inner) is not None:
+                return inner
+    return None
 
 
 async def _concurrent(world: StoreWorld, step: StoreStep, where: str) -> None:
@@ -369,7 +420,56 @@ async def _declaration(world: StoreWorld, scenario: dict[str, Any]) -> None:
     await world.connection("a")
 
 
-SCENARIOS = {"register-race": _register_race, "declaration": _declaration}
+async def _release_owned(world: StoreWorld, scenario: dict[str, Any]) -> None:
+    """An owned session is released, then ``ownerOf`` read: a store may keep or delete the history on
+    release, but while the history is there the ownership row is too (it never expires first).  Run for
+    an ordinary session and, where placements are declared, a placed one (whose release deletes)."""
+    del scenario
+    placement = {"kind": "subagent", "scope": "t1", "handle": "a1"}
+    kinds: list[tuple[str, dict[str, Any]]] = [("ordinary", {})]
+    if world.declaration.placements is not None:
+        kinds.append(("placed", {"placement": placement}))
+    failures: list[Difference] = []
+    for kind, extra in kinds:
+        sid = f"{kind}-owned"
+        made = await world.call("a", "store.acquire", {"sessionId": sid, **extra})
+        entry = {"id": "e1", "parentId": None, "type": "message"}
+        await world.call("a", "store.append", {"ref": made["ref"], "entries": [entry]})
+        await world.call("a", "store.register", {"sessionId": sid, "owner": "alice"})
+        await world.call("a", "store.release", {"sessionId": sid})
+        after = (await world.call("a", "store.ownerOf", {"sessionId": sid})).get("owner", "(no row)")
+        again = await world.call("a", "store.acquire", {"sessionId": sid, **extra})
+        kept = [
+            e.get("id") for e in (await world.call("a", "store.entries", {"ref": again["ref"]}))["entries"]
+        ]
+        reread = (await world.call("a", "store.ownerOf", {"sessionId": sid})).get("owner", "(no row)")
+        if kept not in (["e1"], []):
+            failures.append(
+                Difference(
+                    path=f"{kind}: entries after release",
+                    message="release left part of the history",
+                    expected="the whole history or none",
+                    actual=kept,
+                )
+            )
+        elif kept == ["e1"] and (after, reread) != ("alice", "alice"):
+            failures.append(
+                Difference(
+                    path=f"{kind}: ownerOf after release",
+                    message="the history outlived release, its ownership row did not",
+                    expected="alice",
+                    actual={"afterRelease": after, "afterAcquire": reread},
+                )
+            )
+    if failures:
+        raise CaseFailure(failures)
+
+
+SCENARIOS = {
+    "register-race": _register_race,
+    "declaration": _declaration,
+    "release-owned": _release_owned,
+}
 
 
 async def _vector_case(world: StoreWorld, case: StoreVectorCase) -> None:
@@ -387,11 +487,11 @@ async def _vector_case(world: StoreWorld, case: StoreVectorCase) -> None:
 
 
 def _result(case: AnyStoreCase, status: CaseStatus, started: float, **fields: Any) -> CaseResult:
+    fields.setdefault("clauses", case.clauses)
     return CaseResult(
         id=case.id,
         title=case.title,
         area=case.area,
-        clauses=case.clauses,
         status=status,
         duration_ms=(time.perf_counter() - started) * 1000,
         **fields,
@@ -401,9 +501,20 @@ def _result(case: AnyStoreCase, status: CaseStatus, started: float, **fields: An
 def unsupported_reason(case: AnyStoreCase, declaration: StoreDeclaration) -> str | None:
     if not declaration.profile:
         return "needs undeclared capability session-store"
+    if "requireExisting" in case.needs and declaration.rejects_require_existing:
+        return (
+            "judges the requireExisting check, which the store declares it rejects "
+            "(store:rejects-requireExisting)"
+        )
     missing = sorted(set(case.needs) - declaration.needs())
     if missing:
         return "needs undeclared store capability " + ", ".join(f"store:{m}" for m in missing)
+    scenario = isinstance(case, StoreCase) and case.scenario is not None
+    if scenario and case.uses_require_existing and declaration.rejects_require_existing:
+        return (
+            "its scenario reopens sessions with requireExisting, which the store declares it "
+            "rejects (store:rejects-requireExisting)"
+        )
     return None
 
 
@@ -433,6 +544,7 @@ async def execute_store_case(
         return _result(case, CaseStatus.UNSUPPORTED, started, reason=reason)
     with tempfile.TemporaryDirectory(prefix="relavium-store-") as location:
         world = StoreWorld(pool, location, declaration, timeout, replicas="replicas" in case.needs)
+        world.refuses_option &= "rejects-requireExisting" not in case.needs
         try:
             if isinstance(case, StoreVectorCase):
                 await _vector_case(world, case)
@@ -445,6 +557,19 @@ async def execute_store_case(
             else:
                 assert isinstance(case, StoreCase)
                 await _run_steps(world, case.steps, "steps")
+        except OptionRefused as refused:
+            await world.close_all()
+            return _result(
+                case,
+                CaseStatus.PASSED,
+                started,
+                clauses=(OPTION_CLAUSE,),
+                warnings=(
+                    f"the store declares store:rejects-requireExisting and refused the option at "
+                    f"{refused.where}, as declared; the case ends there, and its clauses "
+                    f"({', '.join(case.clauses)}) are judged by the cases that do without the option",
+                ),
+            )
         except CaseFailure as failure:
             await world.close_all()
             if isinstance(case, StoreVectorCase) and case.kit_defined:  # the vectors rest on the choice

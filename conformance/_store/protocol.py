@@ -13,6 +13,10 @@ The declaration (``hello`` capabilities):
   ``noteTaskRun``, ``list``, ``listPlaced``, ``fork``, ``ownership`` (``ownerOf`` and ``register``),
   ``incarnationOf``;
 * ``store:clock``: the store takes the kit's clock (``store.open`` ``clockMs``, then ``store.setClock``);
+* ``store:rejects-requireExisting``: the store does not check existence and refuses every ``acquire``
+  carrying ``requireExisting`` instead (the contract allows either; SS-LIFE-007).  The cases that use
+  the option then check that refusal and stop there; the cases that need the check itself
+  (``needs: [requireExisting]``) read unsupported; every other clause is judged by cases without it.
 * ``store:replicas``: instances in several processes that open one location share one store (a
   database file, a database schema): the replica cases run processes of it side by side.  A store
   whose storage lives in its process (the TTL store) leaves it out and those cases read unsupported.
@@ -30,6 +34,7 @@ from relavium_conformance._wire.protocol import METHODS, SESSION_ERROR, Method
 __all__ = [
     "FACES",
     "METHODS_BY_NAME",
+    "REJECTS_REQUIRE_EXISTING",
     "SESSION_ERROR",
     "STORE_METHODS",
     "StoreDeclaration",
@@ -48,6 +53,10 @@ FACES = (
     "incarnationOf",
     "replicas",
 )
+
+
+REJECTS_REQUIRE_EXISTING = "store:rejects-requireExisting"
+"""The declaration of a store that refuses ``requireExisting`` rather than checking existence."""
 
 
 STORE_METHODS: tuple[Method, ...] = tuple(
@@ -69,6 +78,7 @@ class StoreDeclaration:
     placements_declared: tuple[str, ...]
     faces: frozenset[str]
     clock: bool
+    rejects_require_existing: bool = False
 
     def problems(self) -> list[str]:
         """A declaration that says two things at once cannot be read as one promise."""
@@ -88,6 +98,7 @@ class StoreDeclaration:
             words.add("no-placements")
         if self.clock:
             words.add("clock")
+        words.add("rejects-requireExisting" if self.rejects_require_existing else "requireExisting")
         return frozenset(words)
 
 
@@ -105,4 +116,5 @@ def declaration_of(capabilities: tuple[str, ...]) -> StoreDeclaration:
         placements_declared=placements,
         faces=frozenset(f for f in FACES if f"store:{f}" in caps),
         clock="store:clock" in caps,
+        rejects_require_existing=REJECTS_REQUIRE_EXISTING in caps,
     )

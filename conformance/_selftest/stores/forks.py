@@ -6,6 +6,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
+from relavium_conformance._reference.session_store_impl import StoreKind, store_capabilities
 from relavium_conformance._selftest.stores.registry import store_break_of
 from relavium_reference._host.session_store_live import INHERIT, Inherit, iso_of_ms, mint_id
 from relavium_reference._host.session_store_postgres import PostgresSessionStore
@@ -141,3 +142,28 @@ class PgForkNotTransactional(PostgresSessionStore):
                 "INSERT INTO {s}.store_owners (session_id, owner) VALUES (%s, %s)", (new_id, chosen)
             )
         return new_id
+
+
+def _without_forget(kind: StoreKind) -> tuple[str, ...]:
+    return tuple(word for word in store_capabilities(kind) if word != "store:forget")
+
+
+@store_break_of(
+    name="fork-shares-history-without-forget",
+    summary="a store that leaves out forget, and whose fork's writes land in its source too: only cases "
+    "that judge fork without forget catch it",
+    clauses=("SS-FORK-006",),
+    declaring=_without_forget,
+)
+class ForkSharesHistoryWithoutForget(ForkSharesHistory):
+    pass
+
+
+@store_break_of(
+    name="fork-copies-nothing-without-forget",
+    summary="a store that leaves out forget, and whose fork makes an empty session",
+    clauses=("SS-FORK-004",),
+    declaring=_without_forget,
+)
+class ForkCopiesNothingWithoutForget(ForkCopiesNothing):
+    pass

@@ -5,12 +5,19 @@ and the TTL sweep.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
+from relavium_conformance._reference.session_store_impl import StoreKind, store_capabilities
 from relavium_conformance._selftest.stores.registry import store_break_of
+from relavium_conformance._store.protocol import REJECTS_REQUIRE_EXISTING
 from relavium_reference._host.session_store_live import AcquiredSession, StoreSession
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._model.session_store_shapes import SessionPlacement
+from relavium_reference._model.session_store_shapes import (
+    SessionError,
+    SessionErrorCode,
+    SessionPlacement,
+)
 
 __all__: list[str] = []  # the broken stores register themselves (see ``registry.store_break_of``)
 
@@ -164,3 +171,46 @@ class AcquireCreateReadThenWrite(SqliteSessionStore):
                         db.execute("DELETE FROM store_sessions WHERE id = ?", (session_id,))
                 return await super().acquire(session_id, placement=placement)
         return await super().acquire(session_id, require_existing=require_existing, placement=placement)
+
+
+def rejecting_declaration(kind: StoreKind) -> tuple[str, ...]:
+    """The reference's declaration of ``kind``, with ``store:rejects-requireExisting`` added."""
+    return (*store_capabilities(kind), REJECTS_REQUIRE_EXISTING)
+
+
+class RejectsRequireExisting(SqliteSessionStore):
+    """A compliant alternative, not a break: the store checks no existence and refuses every acquire
+    carrying ``requireExisting`` (code ``unsupported``), as the contract allows.  Declared
+    (:func:`rejecting_declaration`) it passes the profile; undeclared it is the break below."""
+
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        if require_existing:
+            refusal = SessionError(SessionErrorCode.NOT_FOUND, "this store does not take requireExisting")
+            refusal.code = cast(SessionErrorCode, "unsupported")
+            raise refusal
+        return await super().acquire(session_id, placement=placement)
+
+
+store_break_of(
+    name="rejects-require-existing-undeclared",
+    summary="the store refuses requireExisting, as the contract allows, but does not declare "
+    "store:rejects-requireExisting: a missing id is not answered not_found",
+    clauses=("SS-LIFE-006",),
+)(RejectsRequireExisting)
+
+
+@store_break_of(
+    name="declared-rejection-creates",
+    summary="the store declares store:rejects-requireExisting, yet an acquire with the option is "
+    "answered and a missing id created",
+    clauses=("SS-LIFE-007",),
+    declaring=rejecting_declaration,
+)
+class DeclaredRejectionCreates(RequireExistingCreates):
+    pass

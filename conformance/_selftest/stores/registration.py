@@ -107,3 +107,16 @@ class PgRegisterReadThenWrite(PostgresSessionStore):
         winner = await self._one("SELECT owner FROM {s}.store_owners WHERE session_id = %s", (session_id,))
         return None if winner is None else winner["owner"]
 
+
+
+@store_break_of(
+    name="release-drops-owner-row",
+    summary="release of an ordinary session drops its ownership row and keeps its history: the live "
+    "session reads as unowned, claimable by anyone (store/release-owned-owner-of reads ownerOf after it)",
+    clauses=("SS-REG-005",),
+)
+class ReleaseDropsOwnerRow(SqliteSessionStore):
+    async def release(self, session_id: str) -> None:
+        await super().release(session_id)
+        with self._write() as db:
+            db.execute("DELETE FROM store_owners WHERE session_id = ?", (session_id,))

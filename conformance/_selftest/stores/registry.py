@@ -89,8 +89,15 @@ def _broken_store(
         return BrokenStore(name, summary, clauses, kind=kind, capabilities=tuple(target(kind)))
     if not isinstance(target, type):
         raise KitError(f"store break {name}: {target!r} is not a store class")
+    declaring = how["declaring"]
     return BrokenStore(
-        name, summary, clauses, kind=kind, store=target, per_instance_storage=how["per_instance_storage"]
+        name,
+        summary,
+        clauses,
+        kind=kind,
+        store=target,
+        per_instance_storage=how["per_instance_storage"],
+        capabilities=None if declaring is None else tuple(declaring(kind)),
     )
 
 
@@ -103,6 +110,7 @@ def store_break_of(
     replaces: str | None = None,
     declares: bool = False,
     per_instance_storage: bool = False,
+    declaring: Callable[[StoreKind], tuple[str, ...]] | None = None,
 ) -> Callable[[_Target], _Target]:
     """Register the decorated definition as the broken store ``name`` (of ``kind``) and return it
     unchanged.
@@ -110,13 +118,15 @@ def store_break_of(
     The definition is one of: a store class (opened as the reference opens its own; with
     ``per_instance_storage`` every opening gets a folder of its own), with ``replaces`` the function that
     takes the place of the reference store's pure helper of that name, or with ``declares`` a function
-    answering, for the kind, the capability declaration the store makes instead of its own.  Raises
+    answering, for the kind, the capability declaration the store makes instead of its own (a store
+    class with ``declaring``: that function gives the class's declaration).  Raises
     :class:`KitError` for a name registered twice or a definition of none of these kinds."""
     how: dict[str, Any] = {
         "kind": kind,
         "replaces": replaces,
         "declares": declares,
         "per_instance_storage": per_instance_storage,
+        "declaring": declaring,
     }
 
     def register(target: _Target) -> _Target:
