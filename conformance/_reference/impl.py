@@ -5,7 +5,8 @@ reaches the kit's world (provider, tools, host) only through the ``callback`` it
 object serves the in-process adapter and the stdio server, so both transports run the same code.
 
 The ``pure.*`` operations are answered by a table of :class:`PureFunctions` (the engine's own by
-default); a deliberately broken implementation swaps one entry (see ``_broken.py``).
+default); a deliberately broken implementation swaps one entry (its ``pure`` field, see
+``_selftest/base.py``; the breaks themselves are filed in ``_selftest/breaks/``).
 """
 
 from __future__ import annotations

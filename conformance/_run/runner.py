@@ -3,7 +3,7 @@
 It opens the adapter (the ``hello`` handshake), runs each case in turn with its own session handle,
 routes the implementation's callbacks to that case's world, and never lets one case's failure stop
 the run: a crash, hang or malformed message makes that case ``errored`` and the adapter is restarted.
-A vector case (``_vectors.py``) calls the pure functions directly: no session, no callback, no snapshot.
+A vector case (``vectors.py``) calls the pure functions directly: no session, no callback, no snapshot.
 """
 
 from __future__ import annotations
