@@ -17,7 +17,12 @@ from relavium_reference._model.history_results import CompactionBudgetRefused, C
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
-from relavium_reference._rules.compaction_measure import EntryWindow, Measurement, output_reservation
+from relavium_reference._rules.compaction_measure import (
+    DEFAULT_COMPACT_THRESHOLD,
+    EntryWindow,
+    Measurement,
+    output_reservation,
+)
 from relavium_reference._rules.lifecycle import SessionState
 
 __all__: list[str] = []  # the breaks register themselves (see ``base.break_of``)
@@ -346,3 +351,20 @@ class _FallbackTrimWithoutBound(AgentSession):
             await super()._after_turn(progress, policy)
         finally:
             self._deps = deps
+
+
+@break_of(
+    name="default-threshold-ignored",
+    summary="with compactThreshold unset, the trigger measures against 0.9 instead of the default 0.8",
+    clauses=("AS-COMP-007",),
+)
+class _DefaultThresholdIgnored(AgentSession):
+    """The host's unset threshold (the dataclass default) is read as 0.9: no case sets 0.8 explicitly."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or measured.threshold != DEFAULT_COMPACT_THRESHOLD:
+            return measured
+        return replace(measured, threshold=0.9)
