@@ -159,7 +159,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         for difference in result.differences[:10]:
             print(f"    at {difference.path}: {difference.message}")
         print(f"shrunk case written to {path} (run it: relavium-conformance run --cases {args.write})")
-    elif not outcome.notes:
+    elif run.cases:
         print("no failure found")
     if args.json:
         write_json(run, args.json)

@@ -35,10 +35,6 @@ class _NotStarted(Exception):
     """The implementation could not be started: no example can say anything."""
 
 
-class _Unsupported(Exception):
-    """The implementation does not declare what generated cases need."""
-
-
 @dataclass
 class FuzzOutcome:
     run: RunResult
@@ -70,6 +66,7 @@ def fuzz(
     try:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as fixed_seed
+        from hypothesis.errors import Unsatisfiable
 
         from relavium_conformance._corpus.generated import generated_cases
     except ModuleNotFoundError as exc:
@@ -99,8 +96,8 @@ def fuzz(
     notes: list[str] = []
     try:
         check()
-    except _Unsupported as exc:
-        notes.append(f"no generated case can run: {exc}")
+    except Unsatisfiable:  # every case drawn needed an undeclared capability
+        notes.append(f"no generated case can run: {search.unsupported_reason}")
     except _NotStarted:
         pass
     except Exception as exc:  # the shrunk failure (or Hypothesis' report that it stopped reproducing)
@@ -109,6 +106,11 @@ def fuzz(
     finally:
         hello = search.session.adapter.hello
         search.session.close()
+    if search.unsupported and not notes:
+        notes.append(
+            f"{search.unsupported} generated cases were skipped (their areas need capabilities the "
+            f"implementation does not declare: {search.unsupported_reason})"
+        )
     results = list(search.passed)
     failure: Case | None = None
     if search.last is not None:
@@ -122,7 +124,8 @@ def fuzz(
         started_at=started_at,
         duration_ms=(time.perf_counter() - clock) * 1000,
     )
-    return FuzzOutcome(run=run, examples=search.examples, failure=failure, notes=notes)
+    examples = search.examples - search.unsupported  # the skipped ones never reached the implementation
+    return FuzzOutcome(run=run, examples=examples, failure=failure, notes=notes)
 
 
 @dataclass
@@ -135,6 +138,8 @@ class _Search:
     examples: int = 0
     failed: bool = False
     last: tuple[Case, CaseResult] | None = None
+    unsupported: int = 0  # cases skipped: they need a capability the implementation does not declare
+    unsupported_reason: str = ""
 
     def check(self, case: Case) -> None:
         """Run one generated case: passing returns, anything else raises for Hypothesis to shrink."""
@@ -143,8 +148,12 @@ class _Search:
         if result.handshake_failed:
             self.last = (case, result)
             raise _NotStarted(result.reason)
-        if result.status is CaseStatus.UNSUPPORTED:
-            raise _Unsupported(result.reason)
+        if result.status is CaseStatus.UNSUPPORTED:  # an area this implementation does not declare
+            self.unsupported += 1
+            self.unsupported_reason = result.reason or "a capability is not declared"
+            from hypothesis import reject
+
+            reject()
         if result.status is CaseStatus.PASSED:
             if not self.failed:
                 self.passed.append(

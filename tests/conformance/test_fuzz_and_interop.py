@@ -135,3 +135,27 @@ def test_fuzz_area_finds_a_boundary_break_the_corpus_misses_and_writes_a_replaya
     select = ["--cases", str(cases), "--select", "generated/*"]
     assert main(["run", "--adapter", "broken:trim-counts-its-marker", *select]) == 1
     assert main(["run", "--adapter", "reference", *select]) == 0
+
+
+LIFECYCLE_ONLY = """
+from relavium_conformance import ReferenceImplementation
+
+
+class LifecycleOnly(ReferenceImplementation):
+    def hello_result(self):
+        hello = super().hello_result()
+        kept = ("core", "persistence", "resume", "user-commands", "compaction")
+        return hello.model_copy(update={"capabilities": kept})
+"""
+
+
+def test_fuzz_skips_the_areas_a_port_does_not_declare_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "lifecycle_only_port.py").write_text(LIFECYCLE_ONLY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    options = ["--examples", "30", "--seed", "2", "--write", str(tmp_path / "c")]
+    assert main(["fuzz", "--adapter", "python:lifecycle_only_port:LifecycleOnly", *options]) == 0
+    captured = capsys.readouterr()
+    assert "generated cases were skipped" in captured.err
+    assert "no failure found" in captured.out
