@@ -96,8 +96,9 @@ NEED_WORDS = frozenset(
         "rejects-requireExisting",
     }
 )
-OPTION_SCENARIOS = frozenset({"append-race", "kill-append", "kill-fork", "history"})
-"""The scenario kinds that reopen sessions with ``requireExisting``."""
+OPTION_SCENARIOS = frozenset({"history"})
+"""The scenario kinds that reopen sessions with ``requireExisting`` whatever the store declares (the
+replica scenarios reopen in claim form where the store rejects the option)."""
 _ClauseIds = Annotated[tuple[Annotated[str, Field(pattern=CLAUSE_ID_PATTERN)], ...], Field(min_length=1)]
 _CASE_ID = r"^store(-vectors)?/[a-z0-9][a-z0-9-]*$"
 

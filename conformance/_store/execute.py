@@ -189,6 +189,14 @@ class StoreWorld:
         await self.close_all(keep_primary=False)
         await self.connection("a")
 
+    def reopen(self, session_id: str) -> dict[str, Any]:
+        """``store.acquire`` params that re-open a session the kit knows exists: with ``requireExisting``,
+        or in claim form for a store that declares it rejects the option (what the kit then reads of
+        the session tells a found one from one created empty in its place)."""
+        if self.declaration.rejects_require_existing:
+            return {"sessionId": session_id}
+        return {"sessionId": session_id, "requireExisting": True}
+
     # --- saved values ------------------------------------------------------------------------------
 
     def resolve(self, value: Any) -> Any:

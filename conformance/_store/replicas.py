@@ -94,7 +94,7 @@ async def kill(world: StoreWorld, name: str) -> None:
 
 async def _stored(world: StoreWorld, session_id: str, reader: str) -> list[Any]:
     """The session's history as stored, read by ``reader``: a process that holds no view of it."""
-    got = await world.call(reader, "store.acquire", {"sessionId": session_id, "requireExisting": True})
+    got = await world.call(reader, "store.acquire", world.reopen(session_id))
     answer = await world.call(reader, "store.entries", {"ref": got["ref"]})
     entries: list[Any] = answer["entries"]
     return entries
@@ -130,7 +130,7 @@ async def _append_race(world: StoreWorld, scenario: dict[str, Any]) -> None:
         await world.call(names[0], "store.append", {"ref": made["ref"], "entries": root, "commit": True})
         refs = {}
         for name in names:  # every replica's view: the root, nothing else
-            got = await world.call(name, "store.acquire", {"sessionId": sid, "requireExisting": True})
+            got = await world.call(name, "store.acquire", world.reopen(sid))
             refs[name] = got["ref"]
 
         def racer(name: str, sid: str = sid, refs: dict[str, Any] = refs) -> Callable[[], Awaitable[Any]]:
@@ -177,7 +177,7 @@ async def _append_race(world: StoreWorld, scenario: dict[str, Any]) -> None:
 
 async def _fresh_view(world: StoreWorld, name: str, sid: str) -> Any:
     await world.call(name, "store.forget", {"sessionId": sid})
-    return await world.call(name, "store.acquire", {"sessionId": sid, "requireExisting": True})
+    return await world.call(name, "store.acquire", world.reopen(sid))
 
 
 async def _kill_append(world: StoreWorld, scenario: dict[str, Any]) -> None:
@@ -189,7 +189,7 @@ async def _kill_append(world: StoreWorld, scenario: dict[str, Any]) -> None:
     await world.call("a", "store.append", {"ref": made["ref"], "entries": stored, "commit": True})
     # one append of the same size, answered, tells how long one takes here: the kills then land at
     # growing fractions of it (where they land is the race's; every landing has one right outcome)
-    view = await world.call("b", "store.acquire", {"sessionId": sid, "requireExisting": True})
+    view = await world.call("b", "store.acquire", world.reopen(sid))
     batch = _batch("whole", str(stored[-1]["id"]), size)
     started = time.perf_counter()
     await world.call("b", "store.append", {"ref": view["ref"], "entries": batch, "commit": True})
@@ -197,7 +197,7 @@ async def _kill_append(world: StoreWorld, scenario: dict[str, Any]) -> None:
     stored = [*stored, *batch]
     failures: list[Difference] = []
     for round_no in range(rounds):
-        view = await world.call("b", "store.acquire", {"sessionId": sid, "requireExisting": True})
+        view = await world.call("b", "store.acquire", world.reopen(sid))
         batch = _batch(f"k{round_no}", str(stored[-1]["id"]), size)
         sent = asyncio.ensure_future(
             world.call("b", "store.append", {"ref": view["ref"], "entries": batch, "commit": True})
