@@ -28,7 +28,7 @@ from relavium_conformance._store.protocol import declaration_of
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter
 
-GENERATION_ONLY = ("incarnation-derived-from-id", "fork-copies-incarnation", "acquire-create-read-then-write")
+GENERATION_ONLY = ("fork-copies-incarnation", "acquire-create-read-then-write")
 DURABLE = Contract(durable=True, placements="durable", shared=True)
 
 

@@ -100,8 +100,7 @@ class ForkCopiesIncarnation(SqliteSessionStore):
 @store_break_of(
     name="incarnation-derived-from-id",
     summary="a row's incarnation is a digest of its session id: stable across restarts and replicas, but "
-    "a session deleted and created again under its id reads as the same occupant (no hand-written case "
-    "catches it; generation does)",
+    "a session deleted and created again under its id reads as the same occupant",
     clauses=("SS-INC-001",),
 )
 class IncarnationDerivedFromId(SqliteSessionStore):
