@@ -121,6 +121,7 @@ def store_machine(
             got = self.call("entries", {"ref": answer["ref"]})
             assert [e["id"] for e in got["entries"]] == self.model.entries[session_id]
 
+        @precondition(lambda self: not declaration.rejects_require_existing)
         @rule(session_id=id_pool)
         def acquire_existing(self, session_id: str) -> None:
             if session_id in self.model.entries:
@@ -179,7 +180,7 @@ def store_machine(
             if "ownership" in faces:
                 owner = self.model.owners.get(new_id, _ABSENT)
                 self.call("ownerOf", {"sessionId": new_id}, expect={"owner": owner})
-            copy = self.call("acquire", {"sessionId": new_id, "requireExisting": True})
+            copy = self.call("acquire", self.world.reopen(new_id))
             got = self.call("entries", {"ref": copy["ref"]})
             assert [e["id"] for e in got["entries"]] == self.model.entries[new_id]
             # a fork's id joins the pool only through the model: later rules keep to s1..s3

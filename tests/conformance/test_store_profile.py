@@ -132,4 +132,4 @@ def test_the_worked_minimal_store_adapter_passes_what_it_declares() -> None:
     program = Path(__file__).resolve().parents[2] / "docs" / "examples" / "minimal-store-adapter.py"
     statuses = _statuses(_run(f"stdio:{sys.executable} {program}"))
     assert not [i for i, s in statuses.items() if s in (CaseStatus.FAILED, CaseStatus.ERRORED)]
-    assert sum(s is CaseStatus.PASSED for s in statuses.values()) == 17
+    assert sum(s is CaseStatus.PASSED for s in statuses.values()) == 22
