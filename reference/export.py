@@ -12,6 +12,7 @@ The kit's choices where the specification leaves a detail open are ``KD-EXP-*`` 
 
 from __future__ import annotations
 
+from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.workflow import WorkflowDocument, document_to_data, parse_workflow_data
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference._rules.workflow_id import workflow_id
@@ -27,7 +28,10 @@ __all__ = [
 
 
 def serialize_workflow(document: WorkflowDocument) -> str:
-    """The deterministic YAML text of ``document`` (UTF-8 ready, one final newline)."""
+    """The deterministic YAML text of ``document`` (UTF-8 ready, one final newline).
+    ``InvalidInputError``: ``document`` is not a ``WorkflowDocument``."""
+    if not isinstance(document, WorkflowDocument):
+        raise InvalidInputError("serialize_workflow needs a WorkflowDocument", location="document")
     return dump_yaml(document_to_data(document))
 
 

@@ -161,9 +161,16 @@ def _transcript(record: AgentSessionRecord, ordered: list[SessionMessage]) -> Re
 def session_to_workflow(record: AgentSessionRecord, messages: Sequence[SessionMessage]) -> WorkflowDocument:
     """Build the workflow scaffold of a persisted session, deterministically (no clock, no randomness).
 
-    Raises :class:`InvalidInputError` when a message belongs to another session or two messages share a
-    sequence number.  The agent snapshot is copied as captured; no authoring rule is applied to it.
+    Raises :class:`InvalidInputError` when ``record`` is not an ``AgentSessionRecord`` or ``messages``
+    not a sequence of ``SessionMessage``, when a message belongs to another session or two messages
+    share a sequence number.  The agent snapshot is copied as captured; no authoring rule is applied.
     """
+    if not isinstance(record, AgentSessionRecord):
+        raise InvalidInputError("an export needs an AgentSessionRecord", location="record")
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise InvalidInputError("an export needs a sequence of SessionMessage", location="messages")
+    if not all(isinstance(message, SessionMessage) for message in messages):
+        raise InvalidInputError("an export needs a sequence of SessionMessage", location="messages")
     ordered = _ordered(record.id, messages)
     agent_ref = record.agent_slug
     nodes: list[dict[str, object]] = [{"id": INPUT_NODE_ID, "type": "input"}]

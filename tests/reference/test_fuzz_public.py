@@ -296,3 +296,13 @@ def test_a_session_row_the_codec_writes_always_reads_back(data: Any) -> None:
     row = only_documented(lambda: session_row(record))
     if row is not None:
         assert session_from_row(row).id == record.id
+
+
+@ROUND_TRIP
+@given(HOSTILE, HOSTILE | st.lists(HOSTILE, max_size=2))
+def test_export_functions_refuse_wrong_typed_arguments_as_invalid_input(first: Any, second: Any) -> None:
+    # a value that is not a record, a message sequence or a document is InvalidInputError, never an
+    # AttributeError from inside the mapping
+    only_documented(lambda: session_to_workflow(first, second))
+    only_documented(lambda: session_to_workflow(_FALLBACK_RECORD, second))
+    only_documented(lambda: serialize_workflow(first))
