@@ -268,3 +268,17 @@ class _RowsKeyedByAgent(AgentSession):
         else:
             _RESUMED_IN_WORKSPACE[key] = (kwargs["session_id"], kwargs["state"])
         return super().resume(**kwargs)
+
+
+@break_of(
+    name="trim-installs-before-the-marker",
+    summary="a trim drops the older turns from the working history before the host has its marker",
+    clauses=("AS-LIFE-040",),
+)
+class _TrimInstallsBeforeMarker(AgentSession):
+    """The kept suffix is installed first; a failed marker write then leaves it installed."""
+
+    async def _append_boundary(self, kept_slots: int, text: str | None = None) -> None:
+        if text is None and 0 <= kept_slots < len(self._exchanges):  # a trim's marker (no summary)
+            self._exchanges = self._exchanges[len(self._exchanges) - kept_slots :]
+        await super()._append_boundary(kept_slots, text)
