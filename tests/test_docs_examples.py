@@ -27,7 +27,7 @@ from relavium_conformance._wire.protocol import (
     SESSION_STATE_ERROR,
     UNSUPPORTED_OPERATION,
 )
-from relavium_conformance._wire.validation import ProtocolValidator
+from relavium_conformance._wire.protocol_validation import ProtocolValidator
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

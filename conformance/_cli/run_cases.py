@@ -74,7 +74,7 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
     baseline = args.loaded_baseline
     validator = None
     if args.validate_protocol:  # (the protocol's schemas: only this option needs them)
-        from relavium_conformance._wire.validation import ProtocolValidator
+        from relavium_conformance._wire.protocol_validation import ProtocolValidator
 
         validator = ProtocolValidator()
     with contextlib.ExitStack() as stack:

@@ -31,8 +31,8 @@ from relavium_conformance._report.writers import (
 from relavium_conformance._store.cases import load_store_cases, store_cases_under
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
+from relavium_conformance._wire.protocol_validation import ProtocolValidator
 from relavium_conformance._wire.trace import Trace, TracingAdapter, chain_observers
-from relavium_conformance._wire.validation import ProtocolValidator
 
 __all__ = ["NOT_FOR_STORES", "run_store_profile", "store_misuses"]
 

@@ -3,8 +3,8 @@
 Lives here: the profile's rows of the method table and the store's declaration (``protocol.py``), the
 store cases' format and discovery (``cases.py``), carrying out one case (``execute.py``,
 ``replicas.py``), recorded histories and their judge (``history_run.py``, ``history_check.py``),
-generated programs (``generation.py``), the model-based property test (``model.py``) and the profile's
-runner (``runner.py``).
+generated programs (``generation.py``), the model-based property test (``state_machine.py``) and the
+profile's runner (``runner.py``).
 
 Must not live here: the agent-session profile's cases and runner (``_corpus/``, ``_run/``), the broken
 stores that prove these cases bite (``_selftest/stores/``), the reference stores themselves

@@ -23,7 +23,7 @@ from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import serve_command
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
-from relavium_conformance._wire.validation import ProtocolValidator
+from relavium_conformance._wire.protocol_validation import ProtocolValidator
 
 CASE = "lifecycle/plain-turn-event-order"
 

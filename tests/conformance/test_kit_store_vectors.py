@@ -38,7 +38,7 @@ from relavium_conformance._selftest.proofs import check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter
 from relavium_conformance._wire.messages import StoredRowError
 from relavium_conformance._wire.protocol import OPERATIONS, OperationError
-from relavium_conformance._wire.validation import ProtocolValidator
+from relavium_conformance._wire.protocol_validation import ProtocolValidator
 from relavium_reference._model.messages import SessionMessage
 
 _SUITES = ("stored-columns", "stored-rows")

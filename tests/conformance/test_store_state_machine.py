@@ -11,8 +11,8 @@ from relavium_conformance._reference.session_store_impl import (
     store_capabilities,
 )
 from relavium_conformance._selftest.stores import BROKEN_STORES
-from relavium_conformance._store.model import store_machine
 from relavium_conformance._store.protocol import declaration_of
+from relavium_conformance._store.state_machine import store_machine
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter
 
 SETTINGS = settings(
