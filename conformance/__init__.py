@@ -52,8 +52,6 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
         ProtocolMismatch,
         RpcError,
     )
-    from relavium_conformance._wire.messages import HelloResult
-    from relavium_conformance._wire.messages import ImplementationInfo as HelloImplementation
     from relavium_conformance._wire.protocol import (
         INVALID_INPUT,
         SESSION_STATE_ERROR,
@@ -61,6 +59,8 @@ if _typing.TYPE_CHECKING:  # the names below are imported on first use (see __ge
         Callback,
         OperationError,
     )
+    from relavium_conformance._wire.protocol_messages import HelloResult
+    from relavium_conformance._wire.protocol_messages import ImplementationInfo as HelloImplementation
 
 _LAZY: dict[str, tuple[str, str]] = {
     "resolve_adapter": ("relavium_conformance._connect", "resolve_adapter"),
@@ -107,8 +107,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "PeerTimeout": ("relavium_conformance._wire.jsonrpc", "PeerTimeout"),
     "ProtocolMismatch": ("relavium_conformance._wire.jsonrpc", "ProtocolMismatch"),
     "RpcError": ("relavium_conformance._wire.jsonrpc", "RpcError"),
-    "HelloResult": ("relavium_conformance._wire.messages", "HelloResult"),
-    "HelloImplementation": ("relavium_conformance._wire.messages", "ImplementationInfo"),
+    "HelloResult": ("relavium_conformance._wire.protocol_messages", "HelloResult"),
+    "HelloImplementation": ("relavium_conformance._wire.protocol_messages", "ImplementationInfo"),
     "INVALID_INPUT": ("relavium_conformance._wire.protocol", "INVALID_INPUT"),
     "SESSION_STATE_ERROR": ("relavium_conformance._wire.protocol", "SESSION_STATE_ERROR"),
     "UNSUPPORTED_OPERATION": ("relavium_conformance._wire.protocol", "UNSUPPORTED_OPERATION"),

@@ -36,7 +36,6 @@ from relavium_conformance._corpus.provider_errors import ProviderErrorStep
 from relavium_conformance._corpus.vectors import VectorCase
 from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitUsageError
-from relavium_conformance._wire.messages import RequestEdit
 from relavium_conformance._wire.model import (
     SCHEMA_DIALECT,
     SCHEMA_ID_BASE,
@@ -46,6 +45,7 @@ from relavium_conformance._wire.model import (
     ref,
 )
 from relavium_conformance._wire.protocol import CASE_OPERATIONS
+from relavium_conformance._wire.protocol_messages import RequestEdit
 
 __all__ = [
     "CASE_ID_PATTERN",

@@ -23,9 +23,9 @@ from relavium_conformance._corpus.catalogue import CLAUSE_ID_PATTERN
 from relavium_conformance._corpus.checks import canonical_timestamp, epoch_ms, resume_state_problem
 from relavium_conformance._data import fixtures_dir, read_yaml
 from relavium_conformance._errors import KitShapeError, KitUsageError
-from relavium_conformance._wire.messages import StoredMessageRow, StoredRowColumns, StoredRowError
 from relavium_conformance._wire.model import KitStrict, kit_parse, shape_problem
 from relavium_conformance._wire.protocol import OPERATIONS
+from relavium_conformance._wire.protocol_messages import StoredMessageRow, StoredRowColumns, StoredRowError
 
 __all__ = [
     "SUITES",

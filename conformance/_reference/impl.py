@@ -24,7 +24,15 @@ from relavium_conformance._reference.kit_callbacks import KitAdmission, KitUsage
 from relavium_conformance._reference.request_edits import apply_edits
 from relavium_conformance._version import REFERENCE_NAME, kit_version
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
-from relavium_conformance._wire.messages import (
+from relavium_conformance._wire.model import kit_parse
+from relavium_conformance._wire.protocol import (
+    CLASSIFIED_HOST_FAILURE,
+    INVALID_INPUT,
+    OPERATIONS,
+    SESSION_STATE_ERROR,
+    Callback,
+)
+from relavium_conformance._wire.protocol_messages import (
     ContextEstimateParams,
     CreateParams,
     Empty,
@@ -45,14 +53,6 @@ from relavium_conformance._wire.messages import (
     ToolSpec,
     TrimHistoryParams,
     WorkflowIdParams,
-)
-from relavium_conformance._wire.model import kit_parse
-from relavium_conformance._wire.protocol import (
-    CLASSIFIED_HOST_FAILURE,
-    INVALID_INPUT,
-    OPERATIONS,
-    SESSION_STATE_ERROR,
-    Callback,
 )
 from relavium_reference import (
     DEFAULT_MAX_TOOL_TURNS,

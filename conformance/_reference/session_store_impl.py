@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import INVALID_INPUT, OPERATIONS, SESSION_ERROR, Callback
+from relavium_conformance._wire.protocol_messages import HelloResult
 from relavium_reference._host.session_store_live import INHERIT, StoreSession
 from relavium_reference._host.session_store_memory import TtlSessionStore
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
@@ -217,7 +217,7 @@ class ReferenceStoreImplementation:
         from relavium_conformance._reference.impl import REFERENCE_NAME, _python_version
         from relavium_conformance._version import kit_version
         from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION
-        from relavium_conformance._wire.messages import ImplementationInfo
+        from relavium_conformance._wire.protocol_messages import ImplementationInfo
 
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,

@@ -43,7 +43,9 @@ from relavium_conformance._run.limits import CaseLimits, CaseMeter
 from relavium_conformance._run.signals import Signals
 from relavium_conformance._wire.adapters import Adapter
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import (
+from relavium_conformance._wire.model import kit_parse
+from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
+from relavium_conformance._wire.protocol_messages import (
     HostAppendMarkerParams,
     HostCommitTurnParams,
     HostConfirmParams,
@@ -56,8 +58,6 @@ from relavium_conformance._wire.messages import (
     ProviderOpenParams,
     ToolCallParams,
 )
-from relavium_conformance._wire.model import kit_parse
-from relavium_conformance._wire.protocol import CALLBACKS, CASE_OPERATIONS, OperationError
 
 __all__ = ["ANSWERING", "HISTORY_SESSION_ID", "CaseWorld"]
 

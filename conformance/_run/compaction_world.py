@@ -24,7 +24,7 @@ from relavium_conformance._corpus.cases import as_ops
 from relavium_conformance._judge.matching import jsonable
 from relavium_conformance._report.results import Difference, DifferenceForm
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import (
+from relavium_conformance._wire.protocol_messages import (
     HostCompactionStartParams,
     HostResolveProviderParams,
     ProviderEstimateParams,

@@ -33,7 +33,7 @@ from typing import Any
 from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import Difference, DifferenceForm
 from relavium_conformance._run.dialect_render import DIALECT_PATHS, Reply, endpoint_model, render
-from relavium_conformance._wire.messages import ProviderEndpoint
+from relavium_conformance._wire.protocol_messages import ProviderEndpoint
 
 __all__ = ["RECORDED_HEADERS", "DialectServer", "start_dialect_server", "stop_dialect_server"]
 

@@ -30,10 +30,10 @@ from relavium_conformance._run.case_world import HISTORY_SESSION_ID, CaseWorld
 from relavium_conformance._run.dialect_server import DialectServer, start_dialect_server, stop_dialect_server
 from relavium_conformance._run.limits import CaseLimitExceeded
 from relavium_conformance._wire.adapters import Adapter
-from relavium_conformance._wire.messages import (
+from relavium_conformance._wire.protocol import OperationError
+from relavium_conformance._wire.protocol_messages import (
     HelloResult,
 )
-from relavium_conformance._wire.protocol import OperationError
 
 __all__ = ["execute_case"]
 

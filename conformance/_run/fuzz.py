@@ -23,7 +23,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._report.results import CaseResult, CaseStatus, ImplementationInfo, RunResult
 from relavium_conformance._run.kept import CaseSession
 from relavium_conformance._wire.adapters import Adapter
-from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = ["PROFILES", "FuzzOutcome", "fuzz"]
 

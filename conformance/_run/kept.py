@@ -17,8 +17,8 @@ from relavium_conformance._corpus.cases import AnyCase
 from relavium_conformance._report.results import CaseResult
 from relavium_conformance._run.runner import RunOutcome, run_cases
 from relavium_conformance._wire.adapters import Adapter, Breakage, WirePoint
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = ["CaseSession", "KeptOpen"]
 

@@ -36,7 +36,7 @@ from relavium_conformance._run.vectors import execute_vector_case
 from relavium_conformance._version import REFERENCE_NAME
 from relavium_conformance._wire.adapters import Adapter, InProcessAdapter, StdioAdapter, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = [
     "RunInterrupted",

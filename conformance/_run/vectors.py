@@ -60,14 +60,14 @@ from relavium_conformance._judge.export_text import (
 from relavium_conformance._judge.matching import jsonable, match, text_difference
 from relavium_conformance._judge.workflow import workflow_refusal
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
-from relavium_conformance._wire.messages import (
+from relavium_conformance._wire.model import kit_parse, shape_problem
+from relavium_conformance._wire.protocol import OperationError
+from relavium_conformance._wire.protocol_messages import (
     ExportWorkflowResult,
     HelloResult,
     ReadStoredRowResult,
     StoredRowColumns,
 )
-from relavium_conformance._wire.model import kit_parse, shape_problem
-from relavium_conformance._wire.protocol import OperationError
 
 if TYPE_CHECKING:
     from relavium_conformance._wire.adapters import Adapter

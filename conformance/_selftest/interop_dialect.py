@@ -17,8 +17,8 @@ import copy
 from typing import Any
 
 from relavium_conformance._reference.impl import ReferenceImplementation
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = ["PRIVATE_PREFIX", "PrivateRowDialect", "private_row_dialect"]
 

@@ -27,8 +27,8 @@ from relavium_conformance._store.cases import AnyStoreCase, StoreCase, StoreStep
 from relavium_conformance._store.protocol import METHODS_BY_NAME, StoreDeclaration, declaration_of
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import OperationError
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = [
     "CLOCK_START",

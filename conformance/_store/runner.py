@@ -24,7 +24,7 @@ from relavium_conformance._store.cases import AnyStoreCase
 from relavium_conformance._store.execute import AdapterFactory, ConnectionPool, execute_store_case
 from relavium_conformance._store.history_run import HISTORY_SCENARIOS
 from relavium_conformance._store.replicas import REPLICA_SCENARIOS
-from relavium_conformance._wire.messages import HelloResult
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = ["run_store_cases"]
 

@@ -22,10 +22,10 @@ from relavium_conformance._errors import AdapterError, KitShapeError, KitUsageEr
 from relavium_conformance._version import DISTRIBUTION, kit_version
 from relavium_conformance._wire.handshake import BATCH_LINES_SINCE, has_batch_lines
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.model import kit_parse
 from relavium_conformance._wire.process import SubprocessConnection
 from relavium_conformance._wire.protocol import Callback, OperationError, error_from_rpc
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = [
     "Adapter",

@@ -1,5 +1,5 @@
 """The messages of budget admission and of the usage writer (``host.admit``, ``host.releaseAdmission``,
-``host.usage``): the kit's own models, like :mod:`relavium_conformance._wire.messages`.
+``host.usage``): the kit's own models, like :mod:`relavium_conformance._wire.protocol_messages`.
 
 Admission (KD-FIN-2) is asked once per provider attempt with the request about to go out, its input
 estimate (KD-COMP-2, taken before any reasoning stripping), the frozen ``maxTokensEstimate`` fallback and
@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from relavium_conformance._wire.messages import RequestJson, _Msg
+from relavium_conformance._wire.protocol_messages import RequestJson, _Msg
 
 __all__ = [
     "HostAdmitParams",

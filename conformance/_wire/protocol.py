@@ -2,7 +2,7 @@
 
 A row (:class:`Method`) names the method, its direction (``kit`` calls the implementation's operations;
 the implementation calls back the ``world`` the kit plays), its params and result messages
-(:mod:`relavium_conformance._wire.messages`), the capability it belongs to, and its handler on each
+(:mod:`relavium_conformance._wire.protocol_messages`), the capability it belongs to, and its handler on each
 side: the case-format operation that issues it (kit side) and the reference implementation's method
 that serves it, or the kit's world method that answers a callback.  Everything else derives from the
 table: both dispatchers, the case format's operation names, the JSON Schemas of ``schemas/protocol/``
@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 
 from relavium_conformance._errors import KitError
 from relavium_conformance._wire import budget_messages as bm
-from relavium_conformance._wire import messages as m
+from relavium_conformance._wire import protocol_messages as m
 from relavium_conformance._wire import store_messages as sm
 from relavium_conformance._wire.jsonrpc import PROTOCOL_VERSION, RpcError
 from relavium_conformance._wire.model import SCHEMA_DIALECT, SCHEMA_ID_BASE

@@ -19,8 +19,8 @@ from typing import Any, TextIO
 
 from relavium_conformance._wire.adapters import Adapter, Breakage, WirePoint
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback, OperationError
+from relavium_conformance._wire.protocol_messages import HelloResult
 
 __all__ = ["Trace", "TracingAdapter", "chain_observers"]
 

@@ -23,7 +23,7 @@ from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.dialect_server import KIT_API_KEY, DialectServer
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._wire.adapters import InProcessAdapter
-from relavium_conformance._wire.messages import ProviderEndpoint
+from relavium_conformance._wire.protocol_messages import ProviderEndpoint
 
 
 def _cases() -> list[Case]:

@@ -36,8 +36,8 @@ from relavium_conformance._selftest.base import BrokenImplementation
 from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS, broken_by_name
 from relavium_conformance._selftest.proofs import check_broken
 from relavium_conformance._wire.adapters import InProcessAdapter
-from relavium_conformance._wire.messages import StoredRowError
 from relavium_conformance._wire.protocol import OPERATIONS, OperationError
+from relavium_conformance._wire.protocol_messages import StoredRowError
 from relavium_conformance._wire.protocol_validation import ProtocolValidator
 from relavium_reference._model.messages import SessionMessage
 

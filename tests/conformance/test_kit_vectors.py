@@ -32,8 +32,8 @@ from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import RunOutcome, run_cases_sync
 from relavium_conformance._wire.adapters import InProcessAdapter
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import OPERATIONS, protocol_schemas
+from relavium_conformance._wire.protocol_messages import HelloResult
 from relavium_reference._schemas import render
 
 

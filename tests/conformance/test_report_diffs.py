@@ -173,7 +173,7 @@ def test_session_create_carries_the_case_id_and_title() -> None:
 
 @pytest.mark.parametrize("value", [{"id": ""}, {"title": "no id"}, {"id": "a/b", "extra": 1}])
 def test_the_case_label_is_strict(value: dict[str, Any]) -> None:
-    from relavium_conformance._wire.messages import CaseLabel
+    from relavium_conformance._wire.protocol_messages import CaseLabel
 
     with pytest.raises(ValueError, match="validation error"):
         CaseLabel.model_validate(value)

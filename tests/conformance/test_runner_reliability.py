@@ -25,8 +25,8 @@ from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._report.writers import write_json, write_junit, write_markdown
 from relavium_conformance._run.runner import RunInterrupted, RunOutcome, run_cases
 from relavium_conformance._wire.adapters import InProcessAdapter, StdioAdapter
-from relavium_conformance._wire.messages import HelloResult
 from relavium_conformance._wire.protocol import Callback
+from relavium_conformance._wire.protocol_messages import HelloResult
 from relavium_conformance._wire.reaper import alive
 
 FAKES = Path(__file__).resolve().parent / "fakes"

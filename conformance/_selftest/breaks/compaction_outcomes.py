@@ -11,8 +11,8 @@ from typing import Any
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import break_of
 from relavium_conformance._selftest.breaks.shared import bending_jobs, forgetting, shielded
-from relavium_conformance._wire.messages import HandleParams
 from relavium_conformance._wire.protocol import Callback
+from relavium_conformance._wire.protocol_messages import HandleParams
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.session import TurnResult

@@ -20,8 +20,8 @@ from relavium_conformance._selftest.breaks.shared import (
 )
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_conformance._wire.jsonrpc import RpcError
-from relavium_conformance._wire.messages import CreateParams
 from relavium_conformance._wire.protocol import SESSION_STATE_ERROR, Callback
+from relavium_conformance._wire.protocol_messages import CreateParams
 from relavium_reference import AgentSession, SessionStopReason, TurnPolicy, TurnResult
 from relavium_reference._host.turn import TurnEnd, TurnProgress, TurnSetup
 from relavium_reference._model.events import (

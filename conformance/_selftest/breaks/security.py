@@ -10,7 +10,7 @@ from typing import Any
 from relavium_conformance._selftest.base import break_of
 from relavium_conformance._selftest.breaks.shared import Governor, ProviderRequests, WrappedSession
 from relavium_conformance._selftest.wire_variants import WireVariant
-from relavium_conformance._wire.messages import ToolSpec
+from relavium_conformance._wire.protocol_messages import ToolSpec
 from relavium_reference import AgentSession, FunctionTool, SessionInput, TurnResult
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.turn import TurnEnd, TurnProgress
