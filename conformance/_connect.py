@@ -7,7 +7,7 @@
 * ``reference-pg``, ``reference-pg-stdio``: the same with the PostgreSQL session store, on the server
   the libpq connection string in ``RELAVIUM_PG_DSN`` names (unset or unreachable: not started, exit 3);
 * ``stdio:COMMAND``: any program speaking the protocol on stdin/stdout (split like a shell would);
-* ``broken:NAME``: one of the kit's deliberately broken implementations (``selftest`` lists them),
+* ``broken:NAME``: one of the kit's deliberately broken implementations or stores (``selftest`` lists them),
   in-process: to see what a failure looks like, or to prove a check bites;
 * ``python:package.module:factory``: a Python port, in-process.  ``factory`` is called with the kit's
   callback and returns an object with ``hello_result()`` and ``async handle(method, params)`` (see
@@ -182,9 +182,20 @@ def resolve_adapter(
         try:
             broken = broken_by_name(bare[len("broken:") :])
         except KeyError:
-            raise KitUsageError(f"no broken implementation is named {bare[len('broken:') :]!r}") from None
+            return _broken_store(label, bare[len("broken:") :])
         return InProcessAdapter(label, broken.factory())
     raise KitUsageError(f"unknown adapter {name!r}{_did_you_mean(bare)}: use {ADAPTER_NAMES_HELP}")
+
+
+def _broken_store(label: str, name: str) -> Adapter:
+    """``broken:NAME`` for a broken session store of the selftest (``_selftest/stores/``), in-process."""
+    from relavium_conformance._selftest.stores import BROKEN_STORES
+    from relavium_conformance._wire.adapters import InProcessAdapter
+
+    found = [b for b in BROKEN_STORES if b.name == name]
+    if not found:
+        raise KitUsageError(f"no broken implementation is named {name!r}")
+    return InProcessAdapter(label, lambda _callback: found[0].implementation())
 
 
 def _did_you_mean(bare: str) -> str:

@@ -140,8 +140,10 @@ def test_fuzz_cli_writes_a_store_case_that_run_replays(
 ) -> None:
     assert main(["fuzz", "--profile", "quick"]) == 2
     assert "--depth quick" in capsys.readouterr().err
-    assert main(["fuzz", "--area", "forks"]) == 2
-    assert "--area applies to --profile session-store" in capsys.readouterr().err
+    assert main(["fuzz", "--processes"]) == 2
+    assert "--processes applies to --profile session-store" in capsys.readouterr().err
+    assert main(["fuzz", "--profile", "session-store", "--area", "turns"]) == 2
+    assert "the store areas are" in capsys.readouterr().err
     broken = "broken:fork-copies-incarnation"
     written = tmp_path / "found"
     code = main(
