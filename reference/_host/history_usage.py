@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from relavium_reference._model.errors import PersistError
+from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.usage_writer import (
     Coverage,
     ModelPrice,
@@ -83,9 +83,19 @@ def usage_totals(db: sqlite3.Connection, session_id: str) -> UsageTotals:
 
 
 class SqliteUsageWriter:
-    """One session's writer over the store; ``prices`` maps a model to its price (absent: unpriced)."""
+    """One session's writer over the store; ``prices`` maps a model to its price (absent: unpriced).
+    ``InvalidInputError``: a store without the usage ledger, a session id that is not a string, or prices
+    that are not a mapping of model names to ``ModelPrice``."""
 
     def __init__(self, store: HistoryStore, session_id: str, prices: Mapping[str, ModelPrice]) -> None:
+        if not all(callable(getattr(store, name, None)) for name in ("usage_write", "usage_read")):
+            raise InvalidInputError("a usage writer needs a HistoryStore", location="store")
+        if not isinstance(session_id, str):
+            raise InvalidInputError("a session id must be a string", location="sessionId")
+        if not isinstance(prices, Mapping) or not all(
+            isinstance(model, str) and isinstance(price, ModelPrice) for model, price in prices.items()
+        ):
+            raise InvalidInputError("prices must map model names to ModelPrice", location="prices")
         self._store = store
         self._session_id = session_id
         self._prices = dict(prices)

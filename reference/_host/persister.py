@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._host.history_usage import SqliteUsageWriter
-from relavium_reference._model.errors import PersistError
+from relavium_reference._model.errors import InvalidInputError, PersistError
 from relavium_reference._model.history_results import BoundaryMarker
 from relavium_reference._model.llm import LlmMessage
 from relavium_reference._model.messages import AgentSessionRecord, SessionMessage
@@ -81,6 +81,8 @@ class SqlitePersister:
     """
 
     def __init__(self, store: HistoryStore) -> None:
+        if not isinstance(store, HistoryStore):
+            raise InvalidInputError("a SqlitePersister needs a HistoryStore", location="store")
         self._store = store
 
     async def create_session(self, record: AgentSessionRecord) -> None:

@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import Field
 from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
-from relavium_reference._model.errors import ScriptError
+from relavium_reference._model.errors import InvalidInputError, ScriptError
 from relavium_reference._model.llm import LlmRequest, StreamChunk
 from relavium_reference._model.shapes import WireModel, parse_strict
 
@@ -49,7 +50,14 @@ class RecordedRequest(WireModel):
 
 
 def load_script(path: str | Path) -> ProviderScript:
-    data = YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
+    """The provider script at ``path``: ``InvalidInputError`` for a path that is not a string or a
+    ``Path`` or for a malformed script, ``ScriptError`` for a file that cannot be read as YAML."""
+    if not isinstance(path, str | Path):
+        raise InvalidInputError("a script path must be a string or a Path", location="path")
+    try:
+        data = YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, ValueError, YAMLError, RecursionError):
+        raise ScriptError("the provider script cannot be read as YAML") from None
     return parse_strict(ProviderScript, data)
 
 

@@ -69,8 +69,11 @@ _FIXED_MESSAGES = {
 def parse_strict(model: type[M], data: Any) -> M:
     """Validate ``data`` as ``model``; raise :class:`InvalidInputError` with a fixed message.
 
-    The message never echoes the offending value (it may be user data or a secret).
+    The message never echoes the offending value (it may be user data or a secret).  A ``model`` that
+    is not a pydantic model class is refused the same way.
     """
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise InvalidInputError("parse_strict needs a model class", location="model")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.llm import ToolDef
 
 __all__ = [
@@ -91,13 +92,18 @@ class FunctionTool:
 
 
 class ToolRegistry:
-    """Name -> tool. Immutable once built."""
+    """Name -> tool. Immutable once built.  ``InvalidInputError``: ``tools`` is not an iterable of tools
+    (objects with a string ``name``), or two share a name."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
+            raise InvalidInputError("a tool registry needs an iterable of tools", location="tools")
         for tool in tools:
+            if not isinstance(getattr(tool, "name", None), str):
+                raise InvalidInputError("a tool must have a string name", location="tools.name")
             if tool.name in self._tools:
-                raise ValueError(f"duplicate tool name {tool.name!r}")
+                raise InvalidInputError("two tools share a name", location=f"tools.{tool.name}")
             self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:

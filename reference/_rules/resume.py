@@ -136,9 +136,18 @@ def reconstruct_session_state(
 ) -> SessionResumeState:
     """Build the resume state of ``record`` from its durable ``messages`` (any order).
 
-    Raises :class:`InvalidInputError` when a message belongs to another session or two messages
-    share a sequence number.
+    Raises :class:`InvalidInputError` when ``record`` is not an ``AgentSessionRecord`` or ``messages``
+    not a sequence of ``SessionMessage``, a message belongs to another session or two messages share a
+    sequence number.
     """
+    if not isinstance(record, AgentSessionRecord):
+        raise InvalidInputError("a resume needs an AgentSessionRecord", location="record")
+    if (
+        not isinstance(messages, Sequence)
+        or isinstance(messages, str | bytes)
+        or not all(isinstance(message, SessionMessage) for message in messages)
+    ):
+        raise InvalidInputError("a resume needs a sequence of SessionMessage", location="messages")
     ordered = sorted(messages, key=_by_sequence)
     sequences = list(map(_by_sequence, ordered))
     if any(map(operator.eq, sequences, itertools.islice(sequences, 1, None))):
@@ -223,8 +232,11 @@ def resume_state_problem(state: SessionResumeState) -> str | None:
     """Check a resume state's metadata; return a fixed, value-free reason, or ``None`` when sound.
 
     Spans must be ordered, non-overlapping, in bounds, and each either ``[user]`` or
-    ``[user, assistant]``; sequence seeds, when given, must match the messages and increase.
+    ``[user, assistant]``; sequence seeds, when given, must match the messages and increase.  A value
+    that is not a ``SessionResumeState`` at all is reported as such.
     """
+    if not isinstance(state, SessionResumeState):
+        return "the resume state is not a SessionResumeState"
     messages = state.messages
     seqs = state.message_sequences
     if seqs and len(seqs) != len(messages):
