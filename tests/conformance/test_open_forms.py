@@ -142,3 +142,44 @@ def test_a_moment_opened_before_or_only_after_the_acknowledgement(case_id: str) 
     if case.expect.events:
         for kind, items in case.expect.events.items():
             assert match(items, []) == [] or kind not in MOMENT, (case_id, kind)
+
+
+def _run_case(case_id: str) -> Any:
+    import asyncio
+
+    from relavium_conformance._reference.impl import ReferenceImplementation
+    from relavium_conformance._run.runner import run_cases
+    from relavium_conformance._wire.adapters import InProcessAdapter
+
+    adapter = InProcessAdapter("anthropic-forms", ReferenceImplementation)
+    [result] = asyncio.run(run_cases(adapter, [_case(case_id)], timeout=15.0, snapshots=False)).run.cases
+    return result
+
+
+def test_an_engine_sending_the_other_anthropic_forms_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference made to send a tool result as text blocks and a lone user text as a string."""
+    from relavium_reference._rules import dialect_anthropic
+
+    build = dialect_anthropic.build_request
+
+    def other_forms(request: Any) -> dict[str, Any]:
+        body = build(request)
+        for message in body["messages"]:
+            blocks = message["content"]
+            if message["role"] == "user" and len(blocks) == 1 and blocks[0]["type"] == "text":
+                message["content"] = blocks[0]["text"]
+        return body
+
+    monkeypatch.setattr(
+        dialect_anthropic, "_result_text", lambda result: [{"type": "text", "text": str(result)}]
+    )
+    monkeypatch.setattr(dialect_anthropic, "build_request", other_forms)
+    result = _run_case("wire/anthropic-tool-round-trip")
+    assert result.status.value == "passed", result.differences
+
+
+def test_an_engine_that_drops_the_tool_result_text_still_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    from relavium_reference._rules import dialect_anthropic
+
+    monkeypatch.setattr(dialect_anthropic, "_result_text", lambda result: [{"type": "text", "text": ""}])
+    assert _run_case("wire/anthropic-tool-round-trip").status.value == "failed"
