@@ -452,6 +452,61 @@ def test_the_room_docstring_check_fails_on_a_wrong_or_missing_list(tmp_path: Pat
     ]
 
 
+# A file name used in more than one room is a mirror on purpose, one of the families of
+# docs/architecture.md ("Names shared between rooms"); a name that means two things is renamed instead.
+_AREA = (
+    "clause area: the break, broken-store or generated-case module of the area, named as its engine module"
+)
+_PROFILES = "the session-store profile mirrors the agent-session profile, part by part"
+_CLI = "a sub-command beside the room that does its work"
+MIRRORED_NAMES: dict[str, str] = {
+    "auto_compaction.py": "one concern by layer: _rules decides, _host runs it",
+    "budget.py": _AREA,
+    "cases.py": _PROFILES,
+    "commands.py": "one concern by layer: _model holds the shapes, _host runs the command",
+    "coverage.py": _CLI,
+    "events.py": "the kit's own check beside the engine's model, and the clause area",
+    "execute.py": _PROFILES,
+    "export.py": _AREA,
+    "fuzz.py": _CLI,
+    "history.py": _AREA,
+    "interop.py": _CLI,
+    "lifecycle.py": _AREA,
+    "messages.py": _AREA,
+    "overflow.py": _AREA,
+    "projection.py": _AREA,
+    "proofs.py": _PROFILES,
+    "protocol.py": _PROFILES,
+    "runner.py": _PROFILES,
+    "selection.py": _CLI,
+    "session.py": _AREA,
+    "turn_cap.py": _AREA,
+    "usage.py": _AREA,
+    "vectors.py": "the vector suites' format (_corpus) beside their running (_run)",
+    "workflow.py": "the kit's own reading of the exported workflow beside the engine's model of it",
+}
+
+
+def shared_file_names(folders: Iterable[Path]) -> set[str]:
+    """The module file names (``__init__.py`` aside) found in more than one folder under ``folders``."""
+    seen: dict[str, set[Path]] = {}
+    for folder in folders:
+        for path in folder.rglob("*.py"):
+            if path.name != "__init__.py":
+                seen.setdefault(path.name, set()).add(path.parent)
+    return {name for name, where in seen.items() if len(where) > 1}
+
+
+def test_a_file_name_is_shared_between_rooms_only_as_a_declared_mirror(tmp_path: Path) -> None:
+    shared = shared_file_names(ROOT / folder for folder in PACKAGES.values())
+    assert sorted(shared - MIRRORED_NAMES.keys()) == [], "a new shared name: rename it or say why it mirrors"
+    assert sorted(MIRRORED_NAMES.keys() - shared) == [], "a declared mirror no longer shared: drop it"
+    _write(tmp_path, "kit/_wire/model.py", "")
+    _write(tmp_path, "kit/_store/model.py", "")
+    _write(tmp_path, "kit/_store/runner.py", "")
+    assert shared_file_names([tmp_path / "kit"]) == {"model.py"}  # the check sees a planted one
+
+
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_top_level_modules_and_rooms_stay_within_the_plan(package: str) -> None:
     source = ROOT / PACKAGES[package]
