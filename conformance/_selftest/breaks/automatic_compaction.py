@@ -368,3 +368,21 @@ class _DefaultThresholdIgnored(AgentSession):
         if measured is None or measured.threshold != DEFAULT_COMPACT_THRESHOLD:
             return measured
         return replace(measured, threshold=0.9)
+
+
+@break_of(
+    name="trigger-default-reservation-ignored",
+    summary="with neither maxTokens nor maxTokensEstimate set, the trigger reserves no output at all",
+    clauses=("AS-COMP-007", "AS-COMP-003"),
+)
+class _TriggerDefaultReservationIgnored(AgentSession):
+    """The trigger's reservation falls to 0 instead of 4096 when nothing sets it."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        unset = self._agent.max_tokens is None and self._max_tokens_estimate is None
+        if measured is None or not unset:
+            return measured
+        return replace(measured, reservation=0)
