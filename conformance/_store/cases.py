@@ -37,7 +37,8 @@ with the option (:data:`OPTION_SCENARIOS`) reads unsupported there.
 A ``scenario`` instead of ``steps`` names a kit-driven scenario with its parameters
 (``register-race``: ``connections``, ``racers``, ``rounds``; ``release-owned``; the replica scenarios of
 ``_store/replicas.py``: ``append-race`` with ``replicas``, ``rounds``, ``batch``; ``kill-append`` with
-``rounds``, ``batch``; ``kill-fork`` with ``size``).
+``rounds``, ``batch``; ``kill-fork`` with ``size``; ``kill-restart`` with ``rounds``, ``batch``: the one
+process of any durable store killed and started again, so it too runs in processes).
 
 A case that ``needs: [replicas]`` (the store declares ``store:replicas``: processes that open one
 location share one store) runs every connection, ``a`` included, as a process of its own: the
@@ -96,6 +97,9 @@ NEED_WORDS = frozenset(
         "rejects-requireExisting",
     }
 )
+PROCESS_SCENARIOS = frozenset({"kill-restart"})
+"""The scenario kinds that run the store in processes of its own (to kill one) without it being
+shared by several at once: a durable store that does not declare ``store:replicas`` runs them too."""
 OPTION_SCENARIOS = frozenset({"history"})
 """The scenario kinds that reopen sessions with ``requireExisting`` whatever the store declares (the
 replica scenarios reopen in claim form where the store rejects the option)."""
@@ -180,6 +184,12 @@ class StoreCase(_Strict):
         return ("session-store", *(f"store:{n}" for n in self.needs))
 
     @property
+    def in_processes(self) -> bool:
+        """Every connection of the case is a process of its own (the replica cases, a kill)."""
+        kind = self.scenario.get("kind") if self.scenario is not None else None
+        return "replicas" in self.needs or kind in PROCESS_SCENARIOS
+
+    @property
     def uses_require_existing(self) -> bool:
         """Some step (or the scenario) acquires with ``requireExisting``."""
         if self.scenario is not None:
@@ -215,6 +225,10 @@ class StoreVectorCase(_Strict):
 
     @property
     def uses_require_existing(self) -> bool:
+        return False
+
+    @property
+    def in_processes(self) -> bool:
         return False
 
     @property

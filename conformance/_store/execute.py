@@ -527,7 +527,7 @@ def unsupported_reason(case: AnyStoreCase, declaration: StoreDeclaration) -> str
 
 
 def _no_replicas(case: AnyStoreCase, pool: ConnectionPool) -> str | None:
-    if "replicas" in case.needs and pool.replicas is None:
+    if case.in_processes and pool.replicas is None:
         return (
             "a replica case runs the implementation in processes of its own, and this adapter names no "
             "way to start one (use a stdio: adapter, or the -stdio twin of a reference adapter)"
@@ -551,7 +551,7 @@ async def execute_store_case(
     if reason is not None:
         return _result(case, CaseStatus.UNSUPPORTED, started, reason=reason)
     with tempfile.TemporaryDirectory(prefix="relavium-store-") as location:
-        world = StoreWorld(pool, location, declaration, timeout, replicas="replicas" in case.needs)
+        world = StoreWorld(pool, location, declaration, timeout, replicas=case.in_processes)
         world.refuses_option &= "rejects-requireExisting" not in case.needs
         try:
             if isinstance(case, StoreVectorCase):

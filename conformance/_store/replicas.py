@@ -277,7 +277,59 @@ async def _kill_fork(world: StoreWorld, scenario: dict[str, Any]) -> None:
         raise CaseFailure(failures)
 
 
+async def _kill_restart(world: StoreWorld, scenario: dict[str, Any]) -> None:
+    """A durable store's one process is killed (SIGKILL: no dispose, no goodbye) after its appends were
+    answered, ``rounds`` times; each new process over the location must read every answered write,
+    and a session minted before the kill keeps its history while the next mint names a new one."""
+    rounds = int(scenario.get("rounds", 3))
+    size = int(scenario.get("batch", 50))
+    sid = "kept"
+    made = await world.call("a", "store.acquire", {"sessionId": sid})
+    stored: list[Any] = []
+    minted: dict[str, list[Any]] = {}
+    failures: list[Difference] = []
+    ref = made["ref"]
+    for round_no in range(rounds):
+        batch = _batch(f"r{round_no}", str(stored[-1]["id"]) if stored else None, size)
+        await world.call("a", "store.append", {"ref": ref, "entries": batch, "commit": True})
+        stored = [*stored, *batch]
+        fresh = await world.call("a", "store.acquire", {})
+        if fresh["sessionId"] in minted or fresh["sessionId"] == sid:
+            failures.append(
+                Difference(
+                    path=f"round {round_no}: mint",
+                    message="a minted id names a session that already exists",
+                    actual=fresh["sessionId"],
+                )
+            )
+            break
+        own = _batch(f"m{round_no}", None, 1)
+        await world.call("a", "store.append", {"ref": fresh["ref"], "entries": own, "commit": True})
+        minted[fresh["sessionId"]] = own
+        await kill(world, "a")
+        now = await _stored(world, sid, "a")  # a new process over the same location
+        if now != stored:
+            failures.append(
+                Difference(
+                    path=f"round {round_no}: {sid}",
+                    message="after a SIGKILL the new process does not read every answered append",
+                    expected={"entries": len(stored)},
+                    actual={"entries": len(now), "problems": chain_problems(now)[:3]},
+                )
+            )
+            break
+        for other, entries in minted.items():
+            if await _stored(world, other, "a") != entries:
+                failures.append(
+                    Difference(path=f"round {round_no}: {other}", message="a minted session lost its history")
+                )
+        ref = (await world.call("a", "store.acquire", world.reopen(sid)))["ref"]
+    if failures:
+        raise CaseFailure(failures)
+
+
 REPLICA_SCENARIOS: dict[str, Callable[[StoreWorld, dict[str, Any]], Awaitable[None]]] = {
+    "kill-restart": _kill_restart,
     "append-race": _append_race,
     "kill-append": _kill_append,
     "kill-fork": _kill_fork,

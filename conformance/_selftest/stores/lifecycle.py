@@ -5,6 +5,9 @@ and the TTL sweep.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 from typing import cast
 
 from relavium_conformance._reference.session_store_impl import StoreKind, store_capabilities
@@ -214,3 +217,30 @@ store_break_of(
 )
 class DeclaredRejectionCreates(RequireExistingCreates):
     pass
+
+
+def _durable_alone(kind: StoreKind) -> tuple[str, ...]:
+    """Durable, but not shared by several processes at once: the replica cases read unsupported."""
+    return tuple(word for word in store_capabilities(kind) if word != "store:replicas")
+
+
+@store_break_of(
+    name="commits-on-dispose",
+    summary="a durable store that answers every write but commits them only when it is disposed: a "
+    "graceful restart keeps them, a SIGKILL loses them",
+    clauses=("SS-LIFE-003", "SS-GEN-007"),
+    declaring=_durable_alone,
+    processes=True,
+)
+class CommitsOnDispose(SqliteSessionStore):
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        db = self._db
+        if not db.in_transaction:
+            db.execute("BEGIN IMMEDIATE")
+        yield db  # no COMMIT: the writes wait for dispose
+
+    async def dispose(self) -> None:
+        if self._conn is not None and self._conn.in_transaction:
+            self._conn.execute("COMMIT")
+        await super().dispose()

@@ -88,7 +88,9 @@ async def check_broken_store(
     proven: set[str] = set()
     if citing:
         replicas = (
-            _replicas(f"broken:{broken.name}", serve_command(broken.name)) if broken.kind == "pg" else None
+            _replicas(f"broken:{broken.name}", serve_command(broken.name))
+            if broken.kind == "pg" or broken.extra.get("processes")
+            else None
         )
         run, _hello = await run_store_cases(
             _factory(f"broken:{broken.name}", broken.implementation),

@@ -108,7 +108,6 @@ class PgRegisterReadThenWrite(PostgresSessionStore):
         return None if winner is None else winner["owner"]
 
 
-
 @store_break_of(
     name="release-drops-owner-row",
     summary="release of an ordinary session drops its ownership row and keeps its history: the live "

@@ -98,6 +98,7 @@ def _broken_store(
         store=target,
         per_instance_storage=how["per_instance_storage"],
         capabilities=None if declaring is None else tuple(declaring(kind)),
+        extra={"processes": True} if how["processes"] else {},
     )
 
 
@@ -111,6 +112,7 @@ def store_break_of(
     declares: bool = False,
     per_instance_storage: bool = False,
     declaring: Callable[[StoreKind], tuple[str, ...]] | None = None,
+    processes: bool = False,
 ) -> Callable[[_Target], _Target]:
     """Register the decorated definition as the broken store ``name`` (of ``kind``) and return it
     unchanged.
@@ -119,7 +121,8 @@ def store_break_of(
     ``per_instance_storage`` every opening gets a folder of its own), with ``replaces`` the function that
     takes the place of the reference store's pure helper of that name, or with ``declares`` a function
     answering, for the kind, the capability declaration the store makes instead of its own (a store
-    class with ``declaring``: that function gives the class's declaration).  Raises
+    class with ``declaring``: that function gives the class's declaration; with ``processes`` the
+    selftest also runs it in processes of its own, for the cases that kill one).  Raises
     :class:`KitError` for a name registered twice or a definition of none of these kinds."""
     how: dict[str, Any] = {
         "kind": kind,
@@ -127,6 +130,7 @@ def store_break_of(
         "declares": declares,
         "per_instance_storage": per_instance_storage,
         "declaring": declaring,
+        "processes": processes,
     }
 
     def register(target: _Target) -> _Target:
