@@ -244,3 +244,23 @@ class CommitsOnDispose(SqliteSessionStore):
         if self._conn is not None and self._conn.in_transaction:
             self._conn.execute("COMMIT")
         await super().dispose()
+
+
+@store_break_of(
+    name="mints-from-a-counter",
+    summary="a durable store mints ids from a counter each instance starts again: after a restart a "
+    "minted id lands on a stored session and hands out its history",
+    clauses=("SS-LIFE-003", "SS-GEN-007"),
+)
+class MintsFromACounter(SqliteSessionStore):
+    async def acquire(
+        self,
+        session_id: str | None = None,
+        *,
+        require_existing: bool = False,
+        placement: SessionPlacement | None = None,
+    ) -> AcquiredSession:
+        if session_id is None and not require_existing:
+            count = self.__dict__["_minted"] = self.__dict__.get("_minted", 0) + 1
+            session_id = f"minted-{count}"
+        return await super().acquire(session_id, require_existing=require_existing, placement=placement)

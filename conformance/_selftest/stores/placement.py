@@ -216,3 +216,20 @@ class MintedIdNotResolved(SqliteSessionStore):
     ) -> AcquiredSession:
         got = await super().acquire(session_id, require_existing=require_existing, placement=placement)
         return got if session_id is not None else AcquiredSession(got.session, "session")
+
+
+@store_break_of(
+    name="release-keeps-placed-entries",
+    summary="release of a placed session deletes its row, partition entry and owner, but not its "
+    "entries: the id created again starts with the old history",
+    clauses=("SS-PLACE-014",),
+)
+class ReleaseKeepsPlacedEntries(SqliteSessionStore):
+    async def release(self, session_id: str) -> None:
+        self._live.pop(session_id, None)
+        row = self._row(session_id)
+        if row is None or not row["placed"]:
+            return
+        with self._write() as db:
+            db.execute("DELETE FROM store_sessions WHERE id = ?", (session_id,))
+            db.execute("DELETE FROM store_owners WHERE session_id = ?", (session_id,))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from relavium_conformance._selftest.stores.registry import store_break_of
+from relavium_reference._host.session_store_live import iso_of_ms
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
-from relavium_reference._model.session_store_shapes import StoreSummary
+from relavium_reference._model.session_store_shapes import SessionPlacement, StoreSummary
 
 __all__: list[str] = []  # the broken stores register themselves (see ``registry.store_break_of``)
 
@@ -76,3 +78,18 @@ class CreatedAtNotIso(SqliteSessionStore):
     async def list_sessions(self) -> list[StoreSummary]:
         return [replace(r, created_at="yesterday") for r in await super().list_sessions()]
 
+
+@store_break_of(
+    name="created-at-wall-clock",
+    summary="createdAt is stamped from the machine's clock, not the store's (which the kit plays): a "
+    "well-formed time, but not when the session was created",
+    clauses=("SS-RUN-007",),
+)
+class CreatedAtWallClock(SqliteSessionStore):
+    def _create(self, session_id: str, placement: SessionPlacement | None) -> None:
+        super()._create(session_id, placement)
+        with self._write() as db:
+            db.execute(
+                "UPDATE store_sessions SET created_at = ? WHERE id = ?",
+                (iso_of_ms(int(time.time() * 1000)), session_id),
+            )
