@@ -430,7 +430,8 @@ def case_yaml_for(
     why = f"found by relavium-conformance fuzz --profile session-store against {name}" + (
         f" (seed {seed})" if seed is not None else ""
     )
-    title = "a generated program whose history no order of its operations explains: " + outcome.message[:120]
+    rounds = len(outcome.failure.get("rounds", ()))
+    title = f"a generated program ({rounds} rounds) whose history no order of its operations explains"
     return program_case(outcome.failure, declaration, why, title)
 
 
