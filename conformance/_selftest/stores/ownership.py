@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from relavium_conformance._reference.session_store_impl import StoreKind, store_capabilities
 from relavium_conformance._selftest.stores.registry import store_break_of
 from relavium_reference._host.session_store_live import INHERIT, StoreSession, mint_id
 from relavium_reference._host.session_store_sqlite import SqliteSessionStore
@@ -109,3 +110,18 @@ class IncarnationDerivedFromId(SqliteSessionStore):
         with self._write() as db:
             digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
             db.execute("UPDATE store_sessions SET incarnation = ? WHERE id = ?", (digest, session_id))
+
+
+def _without_forget(kind: StoreKind) -> tuple[str, ...]:
+    return tuple(word for word in store_capabilities(kind) if word != "store:forget")
+
+
+@store_break_of(
+    name="incarnation-of-unknown-answers-without-forget",
+    summary="a store that leaves out forget, and whose incarnationOf answers a value for an id with no "
+    "row: only the incarnation case that needs no forget catches it",
+    clauses=("SS-INC-002",),
+    declaring=_without_forget,
+)
+class IncarnationOfUnknownAnswersWithoutForget(IncarnationOfUnknownAnswers):
+    pass
