@@ -19,6 +19,10 @@ never contains a machine path.
 
 This module sits above the rooms: it is the one place that knows the kit's own reference engine
 (``_reference/``) as an adapter, so the transports in ``_wire/`` stay free of it.
+
+May import: ``_errors``, ``_data``, ``_version``, ``_wire``, ``_corpus``, ``_report``, ``_judge``,
+``_reference``, ``_run``, ``_store``, ``_selftest`` (the rooms below it; tests/test_layering.py holds
+the order).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 In a wheel the two folders travel inside the package (``relavium_conformance/fixtures`` and
 ``relavium_conformance/schemas``).  In a checkout, and in an editable install, they are the
 top-level folders of the repository.  One function serves both, preferring the installed data.
+
+May import: ``_errors`` (the room below it; tests/test_layering.py holds the order).
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ checks both packages.  The root's branches here:
 Others live beside the code that raises them, under :class:`KitError` too: ``OperationError`` (an
 operation answered with an error, ``_wire/protocol.py``), ``DataMissingError`` (no fixtures or schemas
 folder, ``_data.py``; also a ``FileNotFoundError``), the JSON-RPC peer's failures (``_wire/envelope.py``).
+
+May import: no other room of the kit (it is the lowest; tests/test_layering.py holds the order);
+from the engine only the public exception root.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@
 
 Every other module asks here (``--version``, the ``hello`` the kit sends, the reference engine's own
 ``hello`` answer, the results document's ``kit`` block).
+
+May import: ``_errors``, ``_data`` (the rooms below it; tests/test_layering.py holds the order).
 """
 
 from __future__ import annotations

@@ -384,6 +384,7 @@ def room_docstring_problems(
     """
     out: list[str] = []
     for package, source_dir in sources.items():
+        out.extend(_single_module_room_problems(package, source_dir, kit_rooms))
         for init in sorted(source_dir.rglob("__init__.py")):
             folder = init.parent
             if folder == source_dir:
@@ -405,21 +406,60 @@ def room_docstring_problems(
                 rank = _rank(package, name, kit_rooms)
                 if rank is None or rank >= own_rank:
                     out.append(f"{where}: names {name}, which is not a room below {room}")
-            used = set()
-            for path in folder.rglob("*.py"):
-                for imported in _imports(path, _module_name(package, source_dir, path)):
-                    target = _room(imported)
-                    if (
-                        target is not None
-                        and target[0] == package
-                        and _rank(*target, kit_rooms=kit_rooms) is not None
-                    ):
-                        used.add(target[1])
+            used = _rooms_used(package, source_dir, folder.rglob("*.py"), kit_rooms)
             out.extend(
                 f"{where}: imports {name}, which its docstring does not name"
                 for name in sorted(used - named - {room})
             )
     return out
+
+
+def _rooms_used(
+    package: str, source_dir: Path, paths: Iterable[Path], kit_rooms: tuple[tuple[str, ...], ...]
+) -> set[str]:
+    """The rooms of ``package`` that the modules at ``paths`` import (the package itself is no room)."""
+    used: set[str] = set()
+    for path in paths:
+        for imported in _imports(path, _module_name(package, source_dir, path)):
+            target = _room(imported)
+            if (
+                imported != package
+                and target is not None
+                and target[0] == package
+                and _rank(*target, kit_rooms=kit_rooms) is not None
+            ):
+                used.add(target[1])
+    return used
+
+
+def _single_module_room_problems(
+    package: str, source_dir: Path, kit_rooms: tuple[tuple[str, ...], ...]
+) -> Iterator[str]:
+    """The same for a room that is one module (``_errors.py``, ``_connect.py``): its docstring names the
+    rooms it may import (what lives there is the module itself)."""
+    rooms = kit_rooms if package == "relavium_conformance" else ENGINE_ROOMS
+    singles = {names[0] for names in rooms if len(names) == 1}
+    for path in sorted(source_dir.glob("*.py")):
+        room = path.stem
+        if room not in singles:
+            continue
+        own_rank = _rank(package, room, kit_rooms)
+        assert own_rank is not None
+        where = f"{package}.{room}"
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        found = _MAY_IMPORT.search(doc)
+        if found is None:
+            yield f"{where}: the docstring does not say 'May import:'"
+        named = set(_ROOM_NAMED.findall(found.group(1))) - {room} if found else set()
+        for name in sorted(named):
+            rank = _rank(package, name, kit_rooms)
+            if rank is None or rank >= own_rank:
+                yield f"{where}: names {name}, which is not a room below {room}"
+        used = _rooms_used(package, source_dir, [path], kit_rooms)
+        yield from (
+            f"{where}: imports {name}, which its docstring does not name"
+            for name in sorted(used - named - {room})
+        )
 
 
 def test_every_room_says_what_lives_there_and_what_it_may_import() -> None:
@@ -441,8 +481,16 @@ def test_the_room_docstring_check_fails_on_a_wrong_or_missing_list(tmp_path: Pat
     _write(kit, "_run/__init__.py", room("``_judge``, ``_wire``, ``_run``."))  # its own room may be named
     _write(kit, "_run/sub/__init__.py", room("``_wire``,\n``_report``.\n\nNot read: ``_judge``."))
     _write(kit, "_run/sub/deep.py", "import relavium_conformance._judge.judge\n")
+    _write(kit, "_errors.py", '"""Errors."""\n')  # a room of one module says nothing
+    _write(kit, "_data.py", '"""Data.\n\nMay import: ``_errors``, ``_version``.\n"""\n')  # _version is above
+    _write(
+        kit, "_version.py", '"""V.\n\nMay import: ``_errors``.\n"""\nfrom relavium_conformance import _data\n'
+    )
     kit_name = "relavium_conformance"
     assert room_docstring_problems({kit_name: kit}) == [
+        f"{kit_name}._data: names _version, which is not a room below _data",
+        f"{kit_name}._errors: the docstring does not say 'May import:'",
+        f"{kit_name}._version: imports _data, which its docstring does not name",
         f"{kit_name}._corpus: the docstring does not say 'Lives here'",
         f"{kit_name}._corpus: the docstring does not say 'Must not'",
         f"{kit_name}._corpus: the docstring does not say 'May import:'",
