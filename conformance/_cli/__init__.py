@@ -54,7 +54,7 @@ _SUBCOMMANDS: tuple[str, ...] = (
     "relavium_conformance._reference.export_command",
 )
 
-# The module registering each sub-command name (tests/conformance/test_cli_misuse.py checks it against
+# The module registering each sub-command name (tests/conformance/cli/test_cli_misuse.py checks it against
 # what the modules register).
 COMMAND_MODULES: dict[str, str] = {
     "run": "relavium_conformance._cli.run",

@@ -7,7 +7,7 @@ each shard runs in a worker process forked from this one
 the implementation (its own subprocess over stdio, its own in-process engine), with the handles the
 one-process run would have given (``case-<position>``), and sends its case results back as JSON. The
 results are put back in case order: the same :class:`RunResult` as ``-j 1`` but for durations and
-timestamps (``tests/conformance/test_parallel_run.py`` proves it). Both sides of the work (the kit's
+timestamps (``tests/conformance/run/test_parallel_run.py`` proves it). Both sides of the work (the kit's
 judging and the implementation's answering) run in parallel, so N cores are used whatever the
 transport.
 

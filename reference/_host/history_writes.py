@@ -166,7 +166,7 @@ def _stored(
     denormalised columns against the body).  Whatever it does not
     decide takes the full path: the message validated, its row built and read back by the full reader,
     refused exactly as before.  Both paths give the same row (``values_row``) and the same message
-    (``tests/reference/test_history_writes.py``).  ``stamp`` is ``now`` as ISO text.
+    (``tests/reference/host/test_history_writes.py``).  ``stamp`` is ``now`` as ISO text.
     """
     content = draft.content
     if (

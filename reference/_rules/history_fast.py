@@ -21,7 +21,7 @@ select and ``json.loads`` it.
 It then builds the models with :func:`~relavium_reference._model.prebuilt.prebuilt`: the same values
 validation builds.  For any other row it returns ``None`` and the caller reads the row through the
 full path, which names the defect exactly as before; so a fast read accepts a subset of what the full
-path accepts, with the same values (``tests/reference/test_history_fast.py`` compares the two).
+path accepts, with the same values (``tests/reference/rules/test_history_fast.py`` compares the two).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ choice of scalar style reduces to a few checks, made here with regular expressio
 
 Anything else (floats, multi-line or non-printable strings, empty or very long keys, an empty document)
 makes :func:`fast_dump` return ``None`` and the caller uses the ruamel.yaml emitter, so the output is the
-same text either way; ``tests/reference/test_workflow_yaml.py`` compares the two on generated data.
+same text either way; ``tests/reference/rules/test_workflow_yaml.py`` compares the two on generated data.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ _SUSPECT = _suspects()
 # Two shapes every transcript row carries, decided without the checks below: a store timestamp is a
 # YAML 1.1 lookalike (quoted, and it holds no apostrophe), a lowercase UUID is plain (it starts no
 # indicator, holds no ": " or " #", and no resolver pattern of either YAML version matches all of it;
-# tests/reference/test_workflow_yaml.py compares both with the ruamel.yaml emitter).
+# tests/reference/rules/test_workflow_yaml.py compares both with the ruamel.yaml emitter).
 _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

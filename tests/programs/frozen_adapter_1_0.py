@@ -7,7 +7,7 @@ ports to answer their own version).  The engine behind it is the reference engin
 relayed line by line, so every case that does not need 1.1 has a real engine to judge.
 
 Never change what this program does: it stands for every 1.0 port in the field, and the test that
-runs it (``tests/conformance/test_protocol_versions.py``) holds the kit to serving them.
+runs it (``tests/conformance/wire/test_protocol_versions.py``) holds the kit to serving them.
 """
 
 from __future__ import annotations

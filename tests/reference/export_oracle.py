@@ -4,7 +4,7 @@
 functions were written then: one model per node and edge, each node and edge dumped on its own, and the
 first direct emitter (``old_fast_dump``, itself checked against ruamel.yaml by test_workflow_yaml.py).
 The fast path must give the same document, the same data and the same bytes for every input
-(tests/reference/test_export_fast.py).  Nothing here is used by the engine.
+(tests/reference/rules/test_export_fast.py).  Nothing here is used by the engine.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ _CHECKED_FIRST = frozenset(_IMPLICIT) | frozenset("yYnNoO~") | frozenset(" #,[]{
 # Two shapes every transcript row carries, decided without the checks below: a store timestamp is a
 # YAML 1.1 lookalike (quoted, and it holds no apostrophe), a lowercase UUID is plain (it starts no
 # indicator, holds no ": " or " #", and no resolver pattern of either YAML version matches all of it;
-# tests/reference/test_workflow_yaml.py compares both with the ruamel.yaml emitter).
+# tests/reference/rules/test_workflow_yaml.py compares both with the ruamel.yaml emitter).
 _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

@@ -14,7 +14,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from fuzzkit import (
+from tests.reference.fuzzkit import (
     FUZZ,
     HOSTILE,
     ROUND_TRIP,

@@ -15,7 +15,7 @@ import enum
 import inspect
 from typing import Any
 
-from fuzzkit import HOSTILE, only_documented
+from tests.reference.fuzzkit import HOSTILE, only_documented
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzzkit import HOSTILE, only_documented, quick_record, quick_turn
+from tests.reference.fuzzkit import HOSTILE, only_documented, quick_record, quick_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError

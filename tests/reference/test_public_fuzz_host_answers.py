@@ -13,7 +13,7 @@ import dataclasses
 import math
 from typing import Any
 
-from enginekit import make_session, run, text_call
+from tests.reference.enginekit import make_session, run, text_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -12,8 +12,8 @@ import contextlib
 import math
 from typing import Any
 
-from enginekit import make_session, run, text_call
-from fuzzkit import HOSTILE
+from tests.reference.enginekit import make_session, run, text_call
+from tests.reference.fuzzkit import HOSTILE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

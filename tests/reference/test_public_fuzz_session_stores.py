@@ -14,7 +14,7 @@ import sqlite3
 from typing import Any
 
 import pytest
-from fuzzkit import HOSTILE
+from tests.reference.fuzzkit import HOSTILE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -22,7 +22,7 @@ import pytest
 
 from relavium_conformance._data import parse_yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import pytest
 
 from relavium_conformance._cli import _common, build_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class _Stdout:

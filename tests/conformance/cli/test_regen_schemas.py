@@ -10,7 +10,7 @@ import pytest
 
 from relavium_conformance._cli import main
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_committed_generated_files_are_up_to_date(capsys: pytest.CaptureFixture[str]) -> None:

@@ -254,7 +254,7 @@ def test_adapter_names_and_aliases() -> None:
 
 
 def test_docs_python_port_example_imports_only_public_names() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "adapters.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "adapters.md").read_text(encoding="utf-8")
     section = text.split("## 9. In-process Python adapters", 1)[1].split("\n## ", 1)[0]
     imports = [line for line in section.splitlines() if line.startswith(("from relavium", "import relavium"))]
     assert imports, "the section shows its imports"

@@ -28,7 +28,7 @@ from relavium_conformance._corpus.catalogue import (
 from relavium_conformance._data import fixtures_dir, schemas_dir
 from relavium_conformance._errors import KitUsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED_SPEC = ROOT.parent / "shared" / "spec"
 _YAML = YAML(typ="safe", pure=True)
 _CITED = re.compile(r"\b(?:AS|SS)-[A-Z]+-\d{3}\b")

@@ -23,7 +23,7 @@ from relavium_conformance._corpus.discovery import load_cases
 from relavium_conformance._corpus.index import CaseEntry, corpus_index, corpus_key, entry_of, select_cases
 from relavium_conformance._errors import KitUsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLI = Path(sys.executable).with_name("relavium-conformance")
 TRANSCRIPT = "lifecycle/abort-and-cancel-together-approval-pending"
 

@@ -17,7 +17,7 @@ from relavium_conformance._errors import KitUsageError
 from relavium_conformance._wire.model import schema_registry
 from relavium_reference._schemas import render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_corpus_is_found_and_every_case_cites_known_clauses() -> None:

@@ -29,7 +29,7 @@ from relavium_conformance._corpus.coverage import (
 )
 from relavium_conformance._errors import KitUsageError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SYNTHETIC = ROOT / "tests" / "fixtures_specs"
 SHARED_SPEC = ROOT.parent / "shared" / "spec"
 AS_SPEC = SHARED_SPEC / "agent-session-spec.md"

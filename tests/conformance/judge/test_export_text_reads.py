@@ -267,7 +267,7 @@ def test_an_anchor_named_twice_reads_the_same_wherever_warnings_go(text: str) ->
     """YAML lets a later anchor reuse a name; ruamel warns about it, which reached stderr in a CLI run and
     raised in a run where warnings are errors (this suite's own setting), so the verdict on such a text
     depended on where the kit ran.  Both of the kit's readers take it (the engine's strict reader:
-    ``tests/reference/test_workflow_yaml_reader.py``)."""
+    ``tests/reference/rules/test_workflow_yaml_reader.py``)."""
     expected = parse_yaml(text)
     assert expected in (["a", "b"], {"a": 1, "b": 2})
     assert read_yaml_text(text) == expected

@@ -22,7 +22,7 @@ from relavium_conformance._judge.kit_choices import SHAPE_CHOICES, split_notes
 from relavium_conformance._judge.matching import match, overflow_message_problems
 from relavium_conformance._report.results import Difference
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENTRY = re.compile(r"^## (KD-[A-Z]+-\d+):.*?(?=^## |\Z)", re.M | re.S)
 KIND = re.compile(r"^Kind: (binding|shape): (\S.*?)^Clauses:", re.M | re.S)
 

@@ -195,7 +195,7 @@ def test_baseline_schema_and_model_agree(document: Any, valid: bool) -> None:
 
 
 def test_documented_baseline_example_is_valid() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "results.md").read_text(encoding="utf-8")
     example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     documented = parse_baseline(YAML(typ="safe", pure=True).load(example))
     assert documented.cases() == ["lifecycle/abort-idle-is-noop"]

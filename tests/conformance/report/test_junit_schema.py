@@ -12,11 +12,11 @@ from test_reports import mixed_run
 
 from relavium_conformance._report.writers import junit_tree, write_junit
 
-SCHEMA = xmlschema.XMLSchema(Path(__file__).resolve().parents[2] / "schemas" / "junit-10.xsd")
+SCHEMA = xmlschema.XMLSchema(Path(__file__).resolve().parents[3] / "schemas" / "junit-10.xsd")
 
 
 def test_the_vendored_schema_carries_its_licence() -> None:
-    text = (Path(__file__).resolve().parents[2] / "schemas" / "junit-10.xsd").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "schemas" / "junit-10.xsd").read_text(encoding="utf-8")
     assert "The MIT License (MIT)" in text
     assert "Copyright (c) 2014, Gregory Boissinot" in text
 

@@ -44,7 +44,7 @@ from relavium_conformance._report.writers import (
     write_markdown,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STARTED = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 
 CATALOGUE = [

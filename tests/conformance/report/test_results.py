@@ -34,7 +34,7 @@ from relavium_conformance._report.results import (
     one_line,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STARTED = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 IMPL = ImplementationInfo(name="acme", version="1.0", language="go", adapter="stdio")
 

@@ -23,7 +23,7 @@ from relavium_conformance._report.terminal import TerminalReporter, colour_wante
 from relavium_conformance._report.writers import read_json, results_validator
 from relavium_conformance._version import PROTOCOL_VERSION
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ECHO = f"stdio:node {ROOT / 'docs' / 'examples' / 'echo-adapter.mjs'}"
 
 

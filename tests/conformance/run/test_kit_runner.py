@@ -18,7 +18,7 @@ from relavium_conformance._run.runner import run_cases_sync
 from relavium_conformance._selftest.breaks import broken_by_name
 from relavium_conformance._wire.adapters import InProcessAdapter
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

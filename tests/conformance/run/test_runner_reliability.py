@@ -29,7 +29,7 @@ from relavium_conformance._wire.protocol import Callback
 from relavium_conformance._wire.protocol_messages import HelloResult
 from relavium_conformance._wire.reaper import alive
 
-FAKES = Path(__file__).resolve().parent / "fakes"
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
 MISBEHAVING = FAKES / "misbehaving_adapter.py"
 RELAY = FAKES / "relay_adapter.py"
 GUARD = 120.0  # seconds: reached only by a hanging regression

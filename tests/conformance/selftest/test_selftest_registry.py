@@ -26,7 +26,7 @@ from relavium_conformance._errors import KitError
 from relavium_conformance._selftest import base, breaks, stores
 from relavium_conformance._selftest.stores import registry as store_registry
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SELFTEST = ROOT / "conformance" / "_selftest"
 MAX_TOP_LEVEL_MODULES = 8
 
@@ -137,14 +137,14 @@ def test_selftest_keeps_few_top_level_modules() -> None:
 
 def test_the_checks_report_planted_violations(tmp_path: Path) -> None:
     where = {"a": "pkg.lifecycle", "b": "pkg.lifecycle", "c": "pkg.export"}
-    cited = {"a": ("AS-LIFE-001",), "b": ("AS-EXP-001", "AS-LIFE-002"), "c": ("AS-NOPE-001",)}
+    cited = {"a": ("AS-LIFE-001",), "b": ("AS-EXP-001", "AS-LIFE-002"), "c": ("AS-TEST-001",)}
     found = misplaced(where, cited, breaks.area_module, "pkg")
     assert found == [
         "b: defined in pkg.lifecycle, its area is pkg.export",
-        "c: no area for AS-NOPE-001",
+        "c: no area for AS-TEST-001",
     ]
     assert repeated(["x", "y", "x"]) == ["x"]
-    assert unknown_clauses({"a": ("AS-LIFE-001", "AS-LIFE-999")}, clause_ids()) == ["a: AS-LIFE-999"]
+    assert unknown_clauses({"a": ("AS-LIFE-001", "AS-TEST-999")}, clause_ids()) == ["a: AS-TEST-999"]
     for name in ("__init__.py", "kept.py", "broken_wire2.py"):
         (tmp_path / name).write_text('"""x"""\nNAME = "twice"\nOTHER = "twice"\n', encoding="utf-8")
     assert top_level_modules(tmp_path) == ["__init__.py", "broken_wire2.py", "kept.py"]

@@ -21,7 +21,7 @@ from relavium_conformance._wire.protocol import (
     with_method_table,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 STORE_CAPABILITIES = {"session-store", "store:clock", *(f"store:{face}" for face in FACES)}

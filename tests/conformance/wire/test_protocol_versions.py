@@ -22,7 +22,7 @@ from relavium_conformance._version import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from relavium_conformance._wire.jsonrpc import ProtocolMismatch
 from relavium_conformance._wire.process import SubprocessConnection
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 FROZEN = PROGRAMS / "frozen_adapter_1_0.py"
 FAKE = PROGRAMS / "fake_implementation.py"
 

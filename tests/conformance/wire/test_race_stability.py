@@ -20,7 +20,7 @@ from relavium_conformance._report.results import CaseStatus
 from relavium_conformance._run.runner import run_cases
 from relavium_conformance._wire.adapters import StdioAdapter
 
-SHIM = Path(__file__).resolve().parents[1] / "programs" / "byte_shim.py"
+SHIM = Path(__file__).resolve().parents[2] / "programs" / "byte_shim.py"
 RUNS = 50
 
 

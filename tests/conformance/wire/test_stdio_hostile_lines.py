@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 HOSTILE = PROGRAMS / "hostile_answer.py"
 CASE = "lifecycle/abort-idle-noop"
 NOISE = ("never retrieved", "Traceback", "was destroyed but it is pending")

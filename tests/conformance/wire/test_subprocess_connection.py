@@ -32,7 +32,7 @@ from relavium_conformance._wire.jsonrpc import (
 )
 from relavium_conformance._wire.process import StderrTail, SubprocessConnection, parse_command
 
-PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+PROGRAMS = Path(__file__).resolve().parents[2] / "programs"
 FAKE = PROGRAMS / "fake_implementation.py"
 PEER_SERVER = PROGRAMS / "peer_server.py"
 GUARD = 30.0  # seconds: only ever reached by a hanging regression

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from enginekit import GatedProvider, gated_reply, make_session, run, text_call
+from tests.reference.enginekit import GatedProvider, gated_reply, make_session, run, text_call
 
 from relavium_reference import SessionState, SessionStopReason
 
@@ -64,7 +64,7 @@ def test_late_abort_after_the_turn_resolved_keeps_the_reply() -> None:
         if event.type == "cost:updated":  # the provider has finished: the turn has its reply
             holder["session"].abort()  # type: ignore[attr-defined]
 
-    from enginekit import AGENT
+    from tests.reference.enginekit import AGENT
 
     from relavium_reference import AgentSession, ScriptedProvider, SessionContext, SessionDeps
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from enginekit import make_session, run
+from tests.reference.enginekit import make_session, run
 
 from relavium_reference import (
     ApprovalRequest,

@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX-only"),
 ]
 
-CHILD = Path(__file__).resolve().parents[1] / "programs" / "crash_commit.py"
+CHILD = Path(__file__).resolve().parents[2] / "programs" / "crash_commit.py"
 SESSION_ID = "crash-session"
 PRIOR_ROWS = 2
 TURN_ROWS = 6  # user, two (call, result) pairs, terminal

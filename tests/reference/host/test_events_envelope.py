@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from enginekit import make_session, run, text_call, tool_call
+from tests.reference.enginekit import make_session, run, text_call, tool_call
 
 from relavium_reference import SessionContext
 from relavium_reference._host.stamper import EventStamper, format_timestamp

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from enginekit import minimal_record
+from tests.reference.enginekit import minimal_record
 
 from relavium_reference._host.export_cli import EXPORT_FILE_MODE, register
 from relavium_reference._host.history_store import HistoryStore, StoreError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from enginekit import error_call, make_session, run, text_call
+from tests.reference.enginekit import error_call, make_session, run, text_call
 
 from relavium_reference import (
     AgentSnapshot,
@@ -18,7 +18,7 @@ from relavium_reference import (
 )
 from relavium_reference._model.llm import LlmMessage, LlmRequest, LlmTextPart
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 CHAIN_AGENT = AgentSnapshot(
     id="helper",

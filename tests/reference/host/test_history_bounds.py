@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from enginekit import make_session, minimal_record, run, text_call
+from tests.reference.enginekit import make_session, minimal_record, run, text_call
 from pydantic import ValidationError
 
 from relavium_reference._host.history_store import HistoryStore, PersistError

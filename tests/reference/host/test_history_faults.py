@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzzkit import SQLITE_VALUES, quick_record, quick_timestamps
+from tests.reference.fuzzkit import SQLITE_VALUES, quick_record, quick_timestamps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,7 @@ from relavium_reference._model.records import parse_completed_turn
 from relavium_reference._rules.export_mapping import session_to_workflow
 from relavium_reference.export import serialize_workflow
 
-CHILD = Path(__file__).resolve().parents[1] / "programs" / "full_disk.py"
+CHILD = Path(__file__).resolve().parents[2] / "programs" / "full_disk.py"
 _POSIX = sys.platform != "win32"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from enginekit import AGENT, make_session, run, text_call, tool_call
+from tests.reference.enginekit import AGENT, make_session, run, text_call, tool_call
 
 from relavium_reference import AgentSession, ScriptedProvider, SessionDeps
 from relavium_reference._host.history_store import SCHEMA_VERSION, HistoryStore, StoreError

@@ -13,7 +13,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from enginekit import minimal_record
+from tests.reference.enginekit import minimal_record
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError

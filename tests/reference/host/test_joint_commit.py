@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from enginekit import make_session, run, text_call, tool_call
+from tests.reference.enginekit import make_session, run, text_call, tool_call
 
 from relavium_reference import ModelPrice, SqlitePersister, SqliteUsageWriter
 from relavium_reference._host.history_store import HistoryStore

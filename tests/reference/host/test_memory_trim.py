@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from enginekit import AGENT, make_session, run, text_call
+from tests.reference.enginekit import AGENT, make_session, run, text_call
 from pydantic import ValidationError
 
 from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from enginekit import AGENT, Harness, default_tools, run, text_call, tool_call
+from tests.reference.enginekit import AGENT, Harness, default_tools, run, text_call, tool_call
 
 from relavium_reference import (
     AgentSession,

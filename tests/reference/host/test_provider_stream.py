@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from enginekit import make_session, run
+from tests.reference.enginekit import make_session, run
 
 from relavium_reference._host.provider_stream import close_soon, closing
 from relavium_reference._model.history_results import Compacted

@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from enginekit import AGENT, make_session, run, text_call, tool_call
+from tests.reference.enginekit import AGENT, make_session, run, text_call, tool_call
 
 from relavium_reference import FunctionTool, ToolOutput, ToolRegistry
 from relavium_reference._model.records import CostEntry

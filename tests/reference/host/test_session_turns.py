@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enginekit import error_call, make_session, run, text_call, tool_call
+from tests.reference.enginekit import error_call, make_session, run, text_call, tool_call
 from pydantic import ValidationError
 
 from relavium_reference import ErrorCode, SessionStopReason, SessionTurnCompleted
@@ -178,7 +178,7 @@ def test_system_prompt_and_advertised_tools_reach_the_request() -> None:
 
 
 def test_a_failing_sink_is_an_observer_failure_not_a_provider_error() -> None:
-    from enginekit import AGENT
+    from tests.reference.enginekit import AGENT
 
     from relavium_reference import AgentSession, ScriptedProvider, SessionContext, SessionDeps
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from enginekit import error_call, make_session, run, text_call
+from tests.reference.enginekit import error_call, make_session, run, text_call
 
 from relavium_reference import ErrorCode, InvalidInputError, SessionStopReason
 from relavium_reference._host.session import DEFAULT_SESSION_MAX_TURNS, resolve_max_turns

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from enginekit import GatedProvider, make_session, run, text_call, tool_call
+from tests.reference.enginekit import GatedProvider, make_session, run, text_call, tool_call
 
 from relavium_reference import ApprovalRequest, TurnPolicy
 from relavium_reference._model.llm import StopChunk, TextDelta, ToolCallEnd, ToolCallStart, Usage

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from enginekit import make_session, run, text_call
+from tests.reference.enginekit import make_session, run, text_call
 
 from relavium_reference import (
     ApprovalRequest,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from enginekit import make_session, run, text_call
+from tests.reference.enginekit import make_session, run, text_call
 
 from relavium_reference import SessionContext, SqlitePersister
 from relavium_reference._host.history_store import HistoryStore, StoreError

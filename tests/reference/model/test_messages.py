@@ -39,7 +39,7 @@ from relavium_reference._model.records import (
 )
 from relavium_reference._schemas import render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HANDLE = "media://sha256-" + "0123456789abcdef" * 4
 
 

@@ -17,7 +17,7 @@ import unicodedata
 from typing import Any
 
 import pytest
-from export_oracle import (
+from tests.reference.export_oracle import (
     old_completed_export_turns,
     old_document_to_data,
     old_dump_yaml,

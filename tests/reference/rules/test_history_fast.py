@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fuzzkit import SQLITE_VALUES
+from tests.reference.fuzzkit import SQLITE_VALUES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, PrivateAttr, RootModel, ValidationError

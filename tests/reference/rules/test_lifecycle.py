@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from enginekit import GatedProvider, gated_reply, make_session, run
+from tests.reference.enginekit import GatedProvider, gated_reply, make_session, run
 
 from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError, TurnPolicy
 from relavium_reference._model.messages import AgentSessionRecord
@@ -21,7 +21,7 @@ from relavium_reference._rules.lifecycle import (
 )
 from relavium_reference._rules.projection import Exchange
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 S, In = SessionState, SessionInput
 

@@ -20,7 +20,7 @@ from relavium_reference._rules.overflow import (
     overflow_evidence,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VECTORS: list[dict[str, Any]] = YAML(typ="safe", pure=True).load(
     (ROOT / "fixtures" / "wire" / "provider-errors.yaml").read_text(encoding="utf-8")
 )

@@ -13,7 +13,7 @@ import itertools
 from typing import Any
 
 import pytest
-from fuzzkit import quick_transcript
+from tests.reference.fuzzkit import quick_transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
