@@ -336,24 +336,6 @@ class _ReservationInclusive(AgentSession):
 
 
 @break_of(
-    name="fallback-trim-without-a-bound",
-    summary="with maxMessages unset, a failed after-turn compaction still trims, to the last exchange",
-    clauses=("AS-COMP-045",),
-)
-class _FallbackTrimWithoutBound(AgentSession):
-    """The fallback trim takes a bound of its own (one exchange, two messages) when the host set none."""
-
-    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
-        deps = self._deps
-        if deps.max_messages is None:
-            self._deps = replace(deps, max_messages=2)
-        try:
-            await super()._after_turn(progress, policy)
-        finally:
-            self._deps = deps
-
-
-@break_of(
     name="default-threshold-ignored",
     summary="with compactThreshold unset, the trigger measures against 0.9 instead of the default 0.8",
     clauses=("AS-COMP-007",),

@@ -4,7 +4,6 @@ estimates admission is given.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -145,24 +144,3 @@ class _FailureAdmits(WrappedSession):
                     return Admitted()
 
         return Lenient(inner)
-
-
-@break_of(
-    name="admission-outlives-the-cancel",
-    summary="an admission answered after a cancel completes the await normally and the call egresses",
-    clauses=("AS-OBS-013",),
-)
-class _AdmissionOutlivesCancel(WrappedSession):
-    def governor(self, inner: Admission) -> Admission:
-        class Shielded(Governor):
-            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
-                answer = asyncio.ensure_future(self.inner.admit(request))
-                while True:
-                    try:
-                        return await asyncio.shield(answer)
-                    except asyncio.CancelledError:
-                        if answer.cancelled():
-                            raise
-                        continue  # the cancel is swallowed: the answer is awaited to its end
-
-        return Shielded(inner)

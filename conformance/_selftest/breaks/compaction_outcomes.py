@@ -13,7 +13,7 @@ from relavium_conformance._selftest.base import break_of
 from relavium_conformance._selftest.breaks.shared import bending_jobs, forgetting, shielded
 from relavium_conformance._wire.protocol import Callback
 from relavium_conformance._wire.protocol_messages import HandleParams
-from relavium_reference import AgentSession
+from relavium_reference import AgentSession, TurnPolicy
 from relavium_reference._host.compaction_runner import CompactionJob, CompactionReport
 from relavium_reference._host.session import TurnResult
 from relavium_reference._host.stamper import EventStamper
@@ -309,3 +309,21 @@ class _CompactedEventRenamed(ReferenceImplementation):
             return await callback(method, params)
 
         super().__init__(tampered, **kwargs)
+
+
+@break_of(
+    name="fallback-trim-without-a-bound",
+    summary="with maxMessages unset, a failed after-turn compaction still trims, to the last exchange",
+    clauses=("AS-COMP-045",),
+)
+class _FallbackTrimWithoutBound(AgentSession):
+    """The fallback trim takes a bound of its own (one exchange, two messages) when the host set none."""
+
+    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
+        deps = self._deps
+        if deps.max_messages is None:
+            self._deps = replace(deps, max_messages=2)
+        try:
+            await super()._after_turn(progress, policy)
+        finally:
+            self._deps = deps

@@ -19,12 +19,10 @@ from relavium_conformance._selftest.breaks.shared import (
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_reference import AgentSession
 from relavium_reference._host.compaction_runner import CompactionJob
-from relavium_reference._model.events import SessionTrimmed
 from relavium_reference._model.history_results import (
     CompactionFailed,
     CompactionResult,
     NothingToCompact,
-    Trimmed,
     TrimResult,
 )
 from relavium_reference._model.llm import LlmRequest
@@ -284,24 +282,3 @@ class _TrimInstallsBeforeMarker(AgentSession):
         if text is None and 0 <= kept_slots < len(self._exchanges):  # a trim's marker (no summary)
             self._exchanges = self._exchanges[len(self._exchanges) - kept_slots :]
         await super()._append_boundary(kept_slots, text)
-
-
-@break_of(
-    name="trimmed-announced-after-cancel",
-    summary="a trim whose marker landed after a cancel still announces session:trimmed",
-    clauses=("AS-LIFE-003",),
-)
-class _TrimmedAfterCancel(AgentSession):
-    """The trim's event goes out whatever happened to the session while the marker was written."""
-
-    async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
-        result = await super()._trim(max_messages, reason)
-        if isinstance(result, Trimmed) and self._state is SessionState.CANCELLED:
-            await self._stamper.emit(
-                SessionTrimmed,
-                reason=reason,
-                kept_message_count=result.kept_message_count,
-                dropped_message_count=result.dropped_message_count,
-                kept_turn_count=result.kept_turn_count,
-            )
-        return result

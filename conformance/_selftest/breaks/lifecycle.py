@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from relavium_conformance._reference.impl import ReferenceImplementation
 from relavium_conformance._selftest.base import break_of
@@ -29,10 +29,13 @@ from relavium_reference._model.events import (
     AgentToken,
     SessionCancelled,
     SessionEvent,
+    SessionTrimmed,
     SessionTurnCompleted,
     TokensUsed,
 )
+from relavium_reference._model.history_results import Trimmed, TrimResult
 from relavium_reference._model.messages import AgentSessionRecord, ReasoningPart, SessionMessage, TextPart
+from relavium_reference._rules.lifecycle import SessionState
 from relavium_reference._rules.projection import Exchange, HistoryMessage
 from relavium_reference._rules.resume import SessionResumeState, reconstruct_session_state
 
@@ -504,3 +507,24 @@ class _LengthReplyDropped(AgentSession):
             last = self._exchanges[-1]
             self._exchanges[-1] = Exchange(user=last.user, assistant="")
         return await super()._settle(end, progress)
+
+
+@break_of(
+    name="trimmed-announced-after-cancel",
+    summary="a trim whose marker landed after a cancel still announces session:trimmed",
+    clauses=("AS-LIFE-003",),
+)
+class _TrimmedAfterCancel(AgentSession):
+    """The trim's event goes out whatever happened to the session while the marker was written."""
+
+    async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
+        result = await super()._trim(max_messages, reason)
+        if isinstance(result, Trimmed) and self._state is SessionState.CANCELLED:
+            await self._stamper.emit(
+                SessionTrimmed,
+                reason=reason,
+                kept_message_count=result.kept_message_count,
+                dropped_message_count=result.dropped_message_count,
+                kept_turn_count=result.kept_turn_count,
+            )
+        return result

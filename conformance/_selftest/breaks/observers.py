@@ -4,20 +4,44 @@ commit flush does to a turn or a compaction, and where a cancel is rechecked.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import Observed, bending_jobs, forgetting, shielded
+from relavium_conformance._selftest.breaks.shared import (
+    Governor,
+    Observed,
+    WrappedSession,
+    bending_jobs,
+    forgetting,
+    shielded,
+)
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_reference import AgentSession, PersistError, SessionStopReason, TurnResult
+from relavium_reference._host.admission import UsageWriter
 from relavium_reference._host.compaction_runner import CompactionJob
 from relavium_reference._host.turn import TurnEnd, TurnProgress
 from relavium_reference._model.errors import ObserverError
 from relavium_reference._model.events import SessionTurnCompleted, SessionTurnStarted
 from relavium_reference._model.history_results import CompactionFailed, CompactionResult
-from relavium_reference._model.invocation import Invocation, open_stream
+from relavium_reference._model.invocation import (
+    Admission,
+    AdmissionRefused,
+    AdmissionRequest,
+    Admitted,
+    Invocation,
+    open_stream,
+)
 from relavium_reference._model.llm import LlmProvider, LlmRequest, StreamChunk
+from relavium_reference._model.usage_writer import (
+    UsageBasis,
+    UsagePending,
+    UsageResolved,
+    UsageSettled,
+    UsageTotals,
+)
 from relavium_reference._model.vocabulary import ErrorCode, ProviderId
 from relavium_reference._rules.lifecycle import SessionInput, SessionState
 
@@ -372,3 +396,72 @@ class _InternalErrorRetryable(WireVariant):
         if isinstance(error, dict) and error.get("code") == "internal":
             error["retryable"] = True
         return result
+
+
+@break_of(
+    name="admission-outlives-the-cancel",
+    summary="an admission answered after a cancel completes the await normally and the call egresses",
+    clauses=("AS-OBS-013",),
+)
+class _AdmissionOutlivesCancel(WrappedSession):
+    def governor(self, inner: Admission) -> Admission:
+        class Shielded(Governor):
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                answer = asyncio.ensure_future(self.inner.admit(request))
+                while True:
+                    try:
+                        return await asyncio.shield(answer)
+                    except asyncio.CancelledError:
+                        if answer.cancelled():
+                            raise
+                        continue  # the cancel is swallowed: the answer is awaited to its end
+
+        return Shielded(inner)
+
+
+@break_of(
+    name="callback-diagnostic-in-terminal",
+    summary="a failing cost governor's or usage writer's own message becomes the turn's public error",
+    clauses=("AS-OBS-007",),
+)
+class _DiagnosticInTerminal(WrappedSession):
+    """The text of the last failing accounting callback is copied into the turn's terminal."""
+
+    _diagnostic: str | None = None
+
+    def governor(self, inner: Admission) -> Admission:
+        session = self
+
+        class Noting(Governor):
+            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
+                try:
+                    return await self.inner.admit(request)
+                except Exception as exc:
+                    session._diagnostic = str(exc)
+                    raise
+
+        return Noting(inner)
+
+    def writer(self, inner: UsageWriter) -> UsageWriter:
+        session = self
+
+        class Noting:
+            async def open(self, basis: UsageBasis) -> UsageTotals:
+                return await inner.open(basis)
+
+            async def pending(self, record: UsagePending) -> None:
+                try:
+                    await inner.pending(record)
+                except Exception as exc:
+                    session._diagnostic = str(exc)
+                    raise
+
+            async def resolved(self, record: UsageResolved) -> UsageSettled:
+                return await inner.resolved(record)
+
+        return Noting()
+
+    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
+        if end.error_code is not None and self._diagnostic is not None:
+            end = replace(end, error_message=self._diagnostic)
+        return await super()._settle(end, progress)

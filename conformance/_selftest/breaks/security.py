@@ -1,28 +1,17 @@
 """Breaks of the tools, secrets and security scope (clauses AS-SEC-*): the context variables, the tools
-advertised and the tools that need an approval; a host callback's diagnostic kept out of the public error.
+advertised and the tools that need an approval.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from relavium_conformance._selftest.base import break_of
-from relavium_conformance._selftest.breaks.shared import Governor, ProviderRequests, WrappedSession
+from relavium_conformance._selftest.breaks.shared import ProviderRequests
 from relavium_conformance._selftest.wire_variants import WireVariant
 from relavium_conformance._wire.protocol_messages import ToolSpec
-from relavium_reference import AgentSession, FunctionTool, SessionInput, TurnResult
-from relavium_reference._host.admission import UsageWriter
-from relavium_reference._host.turn import TurnEnd, TurnProgress
+from relavium_reference import AgentSession, FunctionTool, SessionInput
 from relavium_reference._model.events import SessionStarted
-from relavium_reference._model.invocation import Admission, AdmissionRefused, AdmissionRequest, Admitted
-from relavium_reference._model.usage_writer import (
-    UsageBasis,
-    UsagePending,
-    UsageResolved,
-    UsageSettled,
-    UsageTotals,
-)
 
 __all__: list[str] = []  # the breaks register themselves (see ``base.break_of``)
 
@@ -78,51 +67,3 @@ class _GitCommitUngoverned(WireVariant):
         if spec.name == "git_commit":
             spec = spec.model_copy(update={"action": None, "preview_key": None})
         return super()._tool(handle, spec)
-
-
-@break_of(
-    name="callback-diagnostic-in-terminal",
-    summary="a failing cost governor's or usage writer's own message becomes the turn's public error",
-    clauses=("AS-OBS-007",),
-)
-class _DiagnosticInTerminal(WrappedSession):
-    """The text of the last failing accounting callback is copied into the turn's terminal."""
-
-    _diagnostic: str | None = None
-
-    def governor(self, inner: Admission) -> Admission:
-        session = self
-
-        class Noting(Governor):
-            async def admit(self, request: AdmissionRequest) -> Admitted | AdmissionRefused:
-                try:
-                    return await self.inner.admit(request)
-                except Exception as exc:
-                    session._diagnostic = str(exc)
-                    raise
-
-        return Noting(inner)
-
-    def writer(self, inner: UsageWriter) -> UsageWriter:
-        session = self
-
-        class Noting:
-            async def open(self, basis: UsageBasis) -> UsageTotals:
-                return await inner.open(basis)
-
-            async def pending(self, record: UsagePending) -> None:
-                try:
-                    await inner.pending(record)
-                except Exception as exc:
-                    session._diagnostic = str(exc)
-                    raise
-
-            async def resolved(self, record: UsageResolved) -> UsageSettled:
-                return await inner.resolved(record)
-
-        return Noting()
-
-    async def _settle(self, end: TurnEnd, progress: TurnProgress) -> TurnResult:
-        if end.error_code is not None and self._diagnostic is not None:
-            end = replace(end, error_message=self._diagnostic)
-        return await super()._settle(end, progress)
