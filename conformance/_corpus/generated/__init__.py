@@ -30,7 +30,7 @@ from ruamel.yaml import YAML
 
 from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
 from relavium_conformance._corpus.cases import Case
-from relavium_conformance._corpus.generated.chain import chain_cases
+from relavium_conformance._corpus.generated.chain import chain_cases, dialect_cases
 from relavium_conformance._corpus.generated.history import history_cases
 from relavium_conformance._corpus.generated.lifecycle import (
     COMPACTION_CLAUSES,
@@ -62,13 +62,15 @@ AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "chain": chain_cases,
     "presend": presend_cases,
     "overflow": overflow_cases,
+    "dialects": dialect_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
 commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),
 ``chain`` (the fallback walk, budget admission of each attempt, the hard cap), ``presend`` (the automatic
 compaction trigger at its threshold and reservation bounds, the estimate, nothing to fold), ``overflow`` (a
 context overflow with and without its one recovery: permission, authority, nothing to fold, a failed pass,
-a final retry)."""
+a final retry), ``dialects`` (the chain model's cases over loopback HTTP, each provider of the walk one of
+the vendor dialects: capability ``wire``)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:

@@ -25,8 +25,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from relavium_conformance._corpus.cases import Case
+from relavium_conformance._corpus.twins import TWIN_DIALECTS, wire_twin
 
-__all__ = ["CHAIN_CLAUSES", "build_chain_case", "chain_cases"]
+__all__ = ["CHAIN_CLAUSES", "build_chain_case", "chain_cases", "dialect_cases"]
 
 CHAIN_CLAUSES = (
     "AS-SESS-005",  # retryable errors walk the fallback chain
@@ -110,17 +111,27 @@ def _error(kind: str) -> dict[str, Any]:
 
 
 def build_chain_case(
-    entries: list[int | None], max_turns: int | None, sends: list[list[str]], *, name: str = "chain"
+    entries: list[int | None],
+    max_turns: int | None,
+    sends: list[list[str]],
+    *,
+    name: str = "chain",
+    providers: tuple[str, ...] = (),
 ) -> Case:
     """The case for a chain of fallback entries (each its ``max_attempts``, None: unset), a cap (None:
-    unset) and each send's drawn attempt outcomes, with every expectation the model predicts."""
+    unset) and each send's drawn attempt outcomes, with every expectation the model predicts.
+    ``providers`` names the primary's provider and each entry's (default openai for all)."""
     model = _Chain(entries=[(MODELS[n], a or 1) for n, a in enumerate(entries)], max_turns=max_turns)
     for outcomes in sends:
         model.send(outcomes)
+    named = [*providers, *(["openai"] * (len(entries) + 1 - len(providers)))]
     chain = [
-        {"model": MODELS[n], "provider": "openai", **({"max_attempts": a} if a is not None else {})}
+        {"model": MODELS[n], "provider": named[n + 1], **({"max_attempts": a} if a is not None else {})}
         for n, a in enumerate(entries)
     ]
+    agent: dict[str, Any] = {"fallback_chain": chain} if chain else {}
+    if providers:
+        agent["provider"] = named[0]
     deps: dict[str, Any] = {"admission": True, **({"maxTurns": max_turns} if max_turns is not None else {})}
     return Case.model_validate(
         {
@@ -129,7 +140,7 @@ def build_chain_case(
             "clauses": list(CHAIN_CLAUSES),
             "kit_defined": list(CHAIN_KIT_DEFINED),
             "capabilities": ["core", "budget"],
-            "setup": {"deps": deps, "agent": {"fallback_chain": chain} if chain else {}},
+            "setup": {"deps": deps, "agent": agent},
             "admissions": model.admissions,
             "provider": model.provider,
             "steps": [{"op": "start"}, *model.steps],
@@ -142,8 +153,9 @@ def build_chain_case(
     )
 
 
-def chain_cases() -> st.SearchStrategy[Case]:
-    """Cases of the chain area."""
+def chain_cases(dialects: bool = False) -> st.SearchStrategy[Case]:
+    """Cases of the chain area; with ``dialects``, each provider of the walk is one of the HTTP dialects and
+    the case is its ``-over-http`` twin (area ``dialects``: the same model, over loopback HTTP)."""
     attempts = st.sampled_from((None, 1, 2, 3))
     # each send: 0 to 3 retryable failures (the walk's edge: an entry exhausted exactly, one short, one
     # over), then how the attempt after them ends; a refusal after a failover is the slot's edge
@@ -151,9 +163,18 @@ def chain_cases() -> st.SearchStrategy[Case]:
     outcomes = st.tuples(st.lists(st.sampled_from(RETRYABLE), max_size=3), st.sampled_from(endings)).map(
         lambda parts: [*parts[0], parts[1]]
     )
-    return st.builds(
+    cases = st.builds(
         build_chain_case,
         st.lists(attempts, min_size=1, max_size=2),
         st.sampled_from((None, 1, 2, 3)),
         st.lists(outcomes, min_size=1, max_size=4),
+        providers=st.lists(st.sampled_from(TWIN_DIALECTS), min_size=3, max_size=3).map(tuple)
+        if dialects
+        else st.just(()),
     )
+    return cases.map(wire_twin) if dialects else cases
+
+
+def dialect_cases() -> st.SearchStrategy[Case]:
+    """Cases of the dialects area: the chain model over loopback HTTP, every provider a dialect."""
+    return chain_cases(dialects=True)
