@@ -67,7 +67,7 @@ def _run(
 
 
 def _local(cases: Sequence[AnyStoreCase]) -> list[AnyStoreCase]:
-    return [c for c in cases if "replicas" not in c.needs]  # in-process: no processes of their own
+    return [c for c in cases if not c.in_processes]  # in-process: no processes of their own
 
 
 def test_the_declaration_word_reads_as_a_refusal_of_the_option() -> None:
@@ -122,7 +122,7 @@ def test_the_same_store_not_declaring_it_fails_the_require_existing_cases() -> N
     cases = _local(load_store_cases())
     run = _run(RejectsRequireExisting, store_capabilities("sqlite"), cases)
     failed = {c.id for c in run.cases if c.is_failure}
-    users = {c.id for c in cases if c.uses_require_existing and "replicas" not in c.needs}
+    users = {c.id for c in cases if c.uses_require_existing and not c.in_processes}
     assert "store/require-existing-missing" in failed
     # every case that uses the option, and only those, fails; the one written to accept a refusal passes
     assert failed == users - {"store/require-existing-never-creates"}
