@@ -37,12 +37,19 @@ from relavium_conformance._store.protocol import StoreDeclaration
 
 __all__ = [
     "AREAS",
+    "CLAUSE_AREAS",
     "DEFAULT_EXAMPLES",
+    "SELFTEST_SEED",
+    "GeneratedCatch",
     "StoreFuzzOutcome",
+    "case_yaml_for",
+    "catch_by_generation",
     "fuzz_store",
     "needs_of",
     "program_case",
+    "program_sequence",
     "programs",
+    "run_program",
 ]
 
 DEFAULT_EXAMPLES = 100
@@ -433,10 +440,6 @@ def case_yaml_for(
     rounds = len(outcome.failure.get("rounds", ()))
     title = f"a generated program ({rounds} rounds) whose history no order of its operations explains"
     return program_case(outcome.failure, declaration, why, title)
-
-
-def replay_names(history: Sequence[str]) -> str:
-    return "\n".join(history)
 
 
 SELFTEST_SEED = 0
