@@ -41,6 +41,7 @@ from relavium_conformance._corpus.generated.lifecycle import (
 )
 from relavium_conformance._corpus.generated.overflow import overflow_cases
 from relavium_conformance._corpus.generated.presend import presend_cases
+from relavium_conformance._corpus.generated.usage import usage_cases
 from relavium_conformance._errors import KitUsageError
 
 __all__ = [
@@ -63,6 +64,7 @@ AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "presend": presend_cases,
     "overflow": overflow_cases,
     "dialects": dialect_cases,
+    "usage": usage_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
 commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),
@@ -70,7 +72,8 @@ commands, manual compaction), ``history`` (memory policies and getters, projecti
 compaction trigger at its threshold and reservation bounds, the estimate, nothing to fold), ``overflow`` (a
 context overflow with and without its one recovery: permission, authority, nothing to fold, a failed pass,
 a final retry), ``dialects`` (the chain model's cases over loopback HTTP, each provider of the walk one of
-the vendor dialects: capability ``wire``)."""
+the vendor dialects: capability ``wire``), ``usage`` (the usage writer's money in each commit and cost
+record, priced or not, and a failed write that latches)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
