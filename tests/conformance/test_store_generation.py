@@ -190,3 +190,12 @@ def test_fuzz_cli_writes_a_store_case_that_run_replays(
     empty.mkdir()
     assert main(["run", "--profile", "session-store", "--cases", str(empty)]) == 2
     assert "no store case" in capsys.readouterr().err
+
+
+def test_a_time_budget_stops_generating_and_says_so() -> None:
+    declaration = declaration_of(store_capabilities("ttl"))
+    make = _factory(lambda: ReferenceStoreImplementation("ttl"), "reference-ttl")
+    outcome = fuzz_store(make, declaration, examples=500, seed=1, time_budget=0.5)
+    assert outcome.out_of_time
+    assert 0 < outcome.examples < 500
+    assert outcome.failure is None
