@@ -58,7 +58,7 @@ def _run(
             lambda _cb: ReferenceStoreImplementation(
                 "sqlite",
                 opener=opener if make else None,
-                capabilities=capabilities,  # type: ignore[arg-type]
+                capabilities=capabilities,
             ),
         )
 
@@ -73,8 +73,10 @@ def _local(cases: Sequence[AnyStoreCase]) -> list[AnyStoreCase]:
 def test_the_declaration_word_reads_as_a_refusal_of_the_option() -> None:
     plain = declaration_of(store_capabilities("sqlite"))
     rejecting = declaration_of((*store_capabilities("sqlite"), REJECTS_REQUIRE_EXISTING))
-    assert not plain.rejects_require_existing and "requireExisting" in plain.needs()
-    assert rejecting.rejects_require_existing and "requireExisting" not in rejecting.needs()
+    assert not plain.rejects_require_existing
+    assert "requireExisting" in plain.needs()
+    assert rejecting.rejects_require_existing
+    assert "requireExisting" not in rejecting.needs()
     assert "rejects-requireExisting" in rejecting.needs()
 
 
@@ -169,13 +171,16 @@ def test_omitting_forget_leaves_fork_and_incarnation_judged() -> None:
     assert clauses["SS-INC-002"] == "passed"
     assert clauses["SS-LIFE-012"] == "unsupported"  # forget's own clause names the missing method
     [forget] = [c for c in run.cases if c.id == "store/forget-keeps-history"]
-    assert forget.reason is not None and "store:forget" in forget.reason
+    assert forget.reason is not None
+    assert "store:forget" in forget.reason
 
 
 def test_a_clause_whose_every_case_was_unsupported_is_unsupported_never_passed() -> None:
     def result(case_id: str, status: CaseStatus) -> CaseResult:
         reason = None if status is CaseStatus.PASSED else "needs undeclared store capability store:forget"
-        return CaseResult(id=case_id, title="t", status=status, clauses=("SS-FORK-006",), reason=reason)
+        return CaseResult(
+            id=case_id, title="t", area="store", status=status, clauses=("SS-FORK-006",), reason=reason
+        )
 
     class Clause:
         id = "SS-FORK-006"
