@@ -170,3 +170,37 @@ def test_history_cases_meet_the_reference_at_trim_bounds(
     assert (trim.expect or {}).get("keptMessageCount", (trim.expect or {}).get("messageCount")) == kept
     status, why = _verdict("reference", case)
     assert status is CaseStatus.PASSED, why
+
+
+ALL_AREAS = ["lifecycle", "history", "chain", "presend", "overflow", "dialects", "usage"]
+
+
+@pytest.mark.parametrize("area", ALL_AREAS)
+def test_every_area_meets_the_reference(area: str) -> None:
+    """Each area's own draw (the mixed draw above may visit a small area rarely), at a fixed seed."""
+    from hypothesis import seed as fixed_seed
+
+    @fixed_seed(11)
+    @settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(case=generated_cases(area))
+    def check(case: Case) -> None:
+        status, why = _verdict("reference", case)
+        assert status is CaseStatus.PASSED, why
+
+    check()
+
+
+def test_presend_cases_sit_at_the_bounds_they_name() -> None:
+    from relavium_conformance._corpus.generated.presend import build_presend_case
+
+    at = build_presend_case(2, 0.0625, None, "threshold", 0)
+    over = build_presend_case(2, 0.0625, None, "threshold", 1)
+    [estimate_at] = [s for s in at.steps if s.op == "contextEstimate"]
+    assert estimate_at.expect == {"inputTokens": 500}  # 0.0625 x 8000, exactly: no fold (strict comparison)
+    assert at.expect.summary_request_count == 0
+    assert over.expect.summary_request_count == 1
+    reserved = build_presend_case(3, 0.25, 7500, "reservation", 1)  # 501 + 7500 > 8000: a fold
+    assert reserved.expect.summary_request_count == 1
+    for case in (at, over, reserved):
+        status, why = _verdict("reference", case)
+        assert status is CaseStatus.PASSED, why
