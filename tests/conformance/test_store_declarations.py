@@ -192,3 +192,20 @@ def test_a_clause_whose_every_case_was_unsupported_is_unsupported_never_passed()
         [result("store/a", CaseStatus.UNSUPPORTED), result("store/b", CaseStatus.PASSED)], [Clause()]
     )
     assert mixed.status != "passed"
+
+
+def test_the_kit_reopens_in_claim_form_only_for_a_store_that_rejects_the_option() -> None:
+    from relavium_conformance._store.execute import ConnectionPool, StoreWorld
+
+    pool = ConnectionPool(
+        lambda: InProcessAdapter("unused", lambda _cb: ReferenceStoreImplementation("sqlite"))
+    )
+    plain = StoreWorld(pool, "/nowhere", declaration_of(store_capabilities("sqlite")), 1.0)
+    rejecting = StoreWorld(pool, "/nowhere", declaration_of(rejecting_declaration("sqlite")), 1.0)
+    assert plain.reopen("s") == {"sessionId": "s", "requireExisting": True}
+    assert rejecting.reopen("s") == {"sessionId": "s"}
+    assert rejecting.refuses_option
+    assert not plain.refuses_option
+    processes = {c.id for c in load_store_cases() if c.in_processes}
+    assert "store/durable-kill-restart" in processes
+    assert all(c.startswith("store/replica-") for c in processes - {"store/durable-kill-restart"})
