@@ -14,6 +14,8 @@ import contextlib
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.reference.fuzzkit import (
     FUZZ,
     HOSTILE,
@@ -27,8 +29,6 @@ from tests.reference.fuzzkit import (
     ready_part,
     timestamps,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 from relavium_reference import (
     AgentSnapshot,

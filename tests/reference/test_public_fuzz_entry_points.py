@@ -15,10 +15,10 @@ import enum
 import inspect
 from typing import Any
 
-from tests.reference.fuzzkit import HOSTILE, only_documented
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from tests.reference.fuzzkit import HOSTILE, only_documented
 
 import relavium_reference
 

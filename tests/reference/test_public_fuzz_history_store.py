@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reference.fuzzkit import HOSTILE, only_documented, quick_record, quick_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.reference.fuzzkit import HOSTILE, only_documented, quick_record, quick_turn
 
 from relavium_reference import HistoryStore, InvalidInputError, parse_agent_session_record
 from relavium_reference._model.records import CostEntry, parse_completed_turn

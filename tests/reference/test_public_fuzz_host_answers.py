@@ -13,9 +13,9 @@ import dataclasses
 import math
 from typing import Any
 
-from tests.reference.enginekit import make_session, run, text_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.reference.enginekit import make_session, run, text_call
 
 from relavium_reference import InvalidInputError, RelaviumError, SessionDeps
 from relavium_reference._model.invocation import AdmissionRefused, Admitted

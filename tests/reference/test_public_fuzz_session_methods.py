@@ -12,10 +12,10 @@ import contextlib
 import math
 from typing import Any
 
-from tests.reference.enginekit import make_session, run, text_call
-from tests.reference.fuzzkit import HOSTILE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.reference.enginekit import make_session, run, text_call
+from tests.reference.fuzzkit import HOSTILE
 
 from relavium_reference import RelaviumError, TurnPolicy
 

@@ -14,9 +14,9 @@ import sqlite3
 from typing import Any
 
 import pytest
-from tests.reference.fuzzkit import HOSTILE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.reference.fuzzkit import HOSTILE
 
 from relavium_reference import InvalidInputError, RelaviumError
 from relavium_reference._host.session_store_memory import TtlSessionStore
