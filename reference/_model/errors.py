@@ -9,7 +9,11 @@ Two families are kept apart, after h11 and trio:
   inside the stream; this family is for failures that cannot be classified that way.
 
 :class:`InvalidInputError` is for data that fails a strict schema: it carries a fixed message
-and the location of the offending field, never the offending value.
+and the location of the offending field, never the offending value.  It is also how every public
+function and host port refuses a value of the wrong type where it enters: a ``SessionDeps`` field at
+``AgentSession`` construction, an admission answer as it arrives, a session store's id or owner (a
+lone surrogate or NUL included), an argument of a session method.  A usage writer's malformed answer
+is raised inside the writer's call, so the engine treats it as the writer failing.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ class SessionStateError(RelaviumError):
 
 
 class InvalidInputError(RelaviumError):
-    """Input failed a strict schema. ``message`` is fixed; ``location`` names the field."""
+    """Input failed a strict schema, or a value of the wrong type reached a public boundary.
+    ``message`` is fixed; ``location`` names the field (camelCase for a session dependency)."""
 
     def __init__(self, message: str, *, location: str = "") -> None:
         super().__init__(f"{message} (at {location})" if location else message)
