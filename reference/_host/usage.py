@@ -48,8 +48,19 @@ def host_usage_writer(
         return CheckedUsageWriter(explicit)
     if isinstance(persister, KeepsUsage):
         supplied = persister.usage_writer(session_id, prices)
-        return supplied if type(supplied) is SqliteUsageWriter else CheckedUsageWriter(supplied)
+        return supplied if _engine_answers(supplied) else CheckedUsageWriter(supplied)
     return None
+
+
+def _engine_answers(writer: UsageWriter) -> bool:
+    """The engine's own ``SqliteUsageWriter`` answers (its ``open`` and ``resolved`` unchanged): kept
+    unwrapped, so a turn's last resolution may still ride in the turn's commit (``joint_commit``)."""
+    kind = type(writer)
+    return (
+        isinstance(writer, SqliteUsageWriter)
+        and kind.open is SqliteUsageWriter.open
+        and kind.resolved is SqliteUsageWriter.resolved
+    )
 
 
 class CheckedUsageWriter:
