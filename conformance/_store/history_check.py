@@ -469,11 +469,43 @@ def _conflicts_explained(calls: Sequence[Call]) -> list[str]:
     return problems
 
 
+def _span(call: Call) -> tuple[int, int]:
+    return call.invoke, call.complete if call.complete is not None else 1 << 60
+
+
+def _one_live_session(calls: Sequence[Call]) -> list[str]:
+    """Acquires of one id over one connection that overlap in real time answer one live session (the
+    same ``ref``, SS-LIFE-004, KD-SS-4), unless something that drops the view overlaps them."""
+    droppers = ("forget", "release", "read", "write")
+    acquired = [c for c in calls if c.op == "acquire" and c.outcome == "ok"]
+    problems = []
+    for i, first in enumerate(acquired):
+        (a0, a1), key = _span(first), (first.process, first.params["sessionId"])
+        for second in acquired[i + 1 :]:
+            b0, b1 = _span(second)
+            if (second.process, second.params["sessionId"]) != key or not (a0 < b1 and b0 < a1):
+                continue
+            start, end = min(a0, b0), max(a1, b1)
+            dropped = any(
+                (
+                    c.op in ("restart", "crash")
+                    or (c.op in droppers and (c.process, c.params.get("sessionId")) == key)
+                )
+                and _span(c)[0] < end
+                and _span(c)[1] > start
+                for c in calls
+            )
+            refs = (first.answer or {}).get("ref"), (second.answer or {}).get("ref")
+            if not dropped and refs[0] != refs[1]:
+                problems.append(f"{first.describe()} and {second.describe()}: two live sessions at once")
+    return problems
+
+
 def check_history(calls: Sequence[Call], rules: Contract, *, budget: int = 200_000) -> HistoryVerdict:
     """Whether one order of ``calls`` consistent with real time explains every answer (module doc).
     ``budget`` bounds the states visited; a search that runs out of it passes no judgement it cannot
     make and says so in ``stuck``, failing."""
-    problems = _conflicts_explained(calls)
+    problems = _conflicts_explained(calls) + _one_live_session(calls)
     if problems:
         return HistoryVerdict(ok=False, explained=0, stuck=problems)
     ordered = sorted(calls, key=lambda c: c.invoke)

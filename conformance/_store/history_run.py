@@ -85,6 +85,7 @@ def _shape(op: str, answer: Any) -> Any:
         metadata = answer.get("metadata") or {}
         return {
             "sessionId": answer.get("sessionId"),
+            "ref": answer.get("ref"),
             "incarnation": metadata.get("incarnation"),
             "forkedFrom": metadata.get("forkedFrom"),
         }
