@@ -185,6 +185,7 @@ class AgentSession:
         self._preamble: str | None = None
         self._command_task: asyncio.Task[CommandRan | CommandDenied | CommandFailed | CommandCancelled] | None
         self._command_task = None
+        self._trim_marker: asyncio.Task[None] | None = None  # a trim's marker write in flight
         self._histories = HistoryMemo()
         self._books = TurnBooks(books_ports(self))
         self._compactions = SessionCompactions(compaction_ports(self))
@@ -321,7 +322,7 @@ class AgentSession:
         if outcome.effect is not Effect.CANCEL_WORK:
             return
         self._interrupt = "cancel"
-        for task in (self._turn_task, self._command_task, self._compactions.task):
+        for task in (self._turn_task, self._command_task, self._compactions.task, self._trim_marker):
             if task is not None and not task.done():
                 task.cancel()
         if isinstance(self._deps.persister, ReleasesWriter):  # the host may resume elsewhere (KD-DB-9)
@@ -481,7 +482,13 @@ class AgentSession:
         plan = self._select_trim(max_messages)
         if not plan.drops_anything:
             return NothingToTrim(message_count=plan.total_messages)
-        await self._append_boundary(plan.kept_slots)
+        result = Trimmed(
+            kept_message_count=plan.kept_messages,
+            dropped_message_count=plan.dropped_messages,
+            kept_turn_count=plan.kept_slots,
+        )
+        if not await self._write_trim_marker(plan.kept_slots):
+            return result  # the session was cancelled while the host held the marker: nothing more
         kept = self._exchanges[len(self._exchanges) - plan.kept_slots :]
         self._exchanges = kept  # surviving whole slots; their spans start again at 0
         if self._state is not SessionState.CANCELLED:
@@ -492,11 +499,26 @@ class AgentSession:
                 dropped_message_count=plan.dropped_messages,
                 kept_turn_count=plan.kept_slots,
             )
-        return Trimmed(
-            kept_message_count=plan.kept_messages,
-            dropped_message_count=plan.dropped_messages,
-            kept_turn_count=plan.kept_slots,
-        )
+        return result
+
+    async def _write_trim_marker(self, kept_slots: int) -> bool:
+        """Hand the trim's marker to the host in a task the session's ``cancel`` cancels (a cancel waits
+        for no write, as with a compaction's marker); ``False`` when that cancel ended the wait.  The
+        host's own failure propagates; a caller cancelled here abandons the write too."""
+        marker = asyncio.create_task(self._append_boundary(kept_slots))
+        self._trim_marker = marker
+        try:
+            await asyncio.wait({marker})
+        except asyncio.CancelledError:
+            marker.cancel()
+            await asyncio.wait({marker})
+            raise
+        finally:
+            self._trim_marker = None
+        if marker.cancelled() and self._state is SessionState.CANCELLED:
+            return False
+        marker.result()  # the host's failure (or its own cancellation) reaches the caller
+        return True
 
     # -- compaction (the work is the collaborators'; each step stays a method a session may refine) ------
 
