@@ -25,7 +25,7 @@ from relavium_conformance._judge.matching import match
 from relavium_conformance._report.results import CaseResult, CaseStatus, Difference, one_line
 from relavium_conformance._store.cases import AnyStoreCase, StoreCase, StoreStep, StoreVectorCase
 from relavium_conformance._store.protocol import METHODS_BY_NAME, StoreDeclaration, declaration_of
-from relavium_conformance._wire.adapters import Adapter, StdioAdapter
+from relavium_conformance._wire.adapters import Adapter, Breakage, StdioAdapter
 from relavium_conformance._wire.jsonrpc import RpcError
 from relavium_conformance._wire.protocol import OperationError
 from relavium_conformance._wire.protocol_messages import HelloResult
@@ -79,6 +79,9 @@ class ConnectionPool:
         names a way to start one; a stdio adapter is its own."""
         self.primary: Adapter | None = None
         self.hello: HelloResult | None = None
+        self.dropped: tuple[Adapter, Breakage] | None = None
+        """The primary connection last dropped broken, and why: the runner books a breakage that
+        belongs to an earlier case's request on that case (it clears this before each case)."""
 
     async def take(self) -> tuple[Adapter, bool]:
         """The primary connection, and whether it was opened just now."""
@@ -99,6 +102,9 @@ class ConnectionPool:
     async def drop(self) -> None:
         adapter, self.primary = self.primary, None
         if adapter is not None:
+            breakage = adapter.breakage()
+            if breakage is not None:
+                self.dropped = (adapter, breakage)
             with contextlib.suppress(Exception):
                 await adapter.close()
 
@@ -602,6 +608,9 @@ async def execute_store_case(
                 reason=one_line(message),
                 differences=(Difference(path=case.id, message=message),),
             )
+        except asyncio.CancelledError:  # (Ctrl-C, SIGTERM): every connection of the case is stopped
+            await world.close_all(dispose=False, keep_primary=False)
+            raise
         except AdapterError as exc:
             await world.close_all(dispose=False, keep_primary=False)
             tail = "\n".join(world.stderr[-20:]) or None
