@@ -23,6 +23,8 @@ from relavium_reference._model.history_results import (
     CompactionFailed,
     CompactionResult,
     NothingToCompact,
+    NothingToTrim,
+    Trimmed,
     TrimResult,
 )
 from relavium_reference._model.llm import LlmRequest
@@ -282,3 +284,18 @@ class _TrimInstallsBeforeMarker(AgentSession):
         if text is None and 0 <= kept_slots < len(self._exchanges):  # a trim's marker (no summary)
             self._exchanges = self._exchanges[len(self._exchanges) - kept_slots :]
         await super()._append_boundary(kept_slots, text)
+
+
+@break_of(
+    name="cancelled-trim-reports-nothing-to-trim",
+    summary="a cancel while the host holds a trim's marker write ends the trim as nothing_to_trim",
+    clauses=("AS-LIFE-041",),
+)
+class _CancelledTrimReportsNothing(AgentSession):
+    """With no cancelled TrimResult, the cut-short trim claims it had nothing to drop (KD-COMP-5)."""
+
+    async def _trim(self, max_messages: int, reason: Literal["manual", "auto-fallback"]) -> TrimResult:
+        result = await super()._trim(max_messages, reason)
+        if isinstance(result, Trimmed) and self._state is SessionState.CANCELLED:
+            return NothingToTrim(message_count=result.kept_message_count + result.dropped_message_count)
+        return result

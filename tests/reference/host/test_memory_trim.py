@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
-from tests.reference.enginekit import AGENT, make_session, run, text_call
 from pydantic import ValidationError
+from tests.reference.enginekit import AGENT, make_session, run, text_call
 
-from relavium_reference import InvalidInputError, SessionStateCode, SessionStateError
+from relavium_reference import InvalidInputError, SessionState, SessionStateCode, SessionStateError
 from relavium_reference._host.history_store import HistoryStore
 from relavium_reference._host.persister import SqlitePersister
-from relavium_reference._model.history_results import MemoryPolicyRefusal, NothingToTrim, Trimmed
+from relavium_reference._model.history_results import (
+    BoundaryMarker,
+    MemoryPolicyRefusal,
+    NothingToTrim,
+    Trimmed,
+)
 from relavium_reference._model.llm import LlmMessage, LlmTextPart, LlmToolCallPart, LlmToolResultPart, ToolDef
 from relavium_reference._model.shapes import MemoryNone, MemorySummary, MemoryWindow
 from relavium_reference._rules.memory import (
@@ -238,6 +244,53 @@ def test_trim_writes_one_marker_and_resume_rebuilds_the_kept_turns(tmp_path: Pat
         assert [m.text for m in state.messages] == ["q3", "a3"]
         assert [(s.start, s.end) for s in state.completed_turn_spans] == [(0, 2)]
         assert state.turn_count == 3  # the cap still counts every completed turn
+    finally:
+        store.close()
+
+
+class _HoldsTheMarker(SqlitePersister):
+    """A host that never answers a marker write; it notes when the session gives the write up."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        super().__init__(store)
+        self.reached = asyncio.Event()
+        self.abandoned = False
+
+    async def append_marker(self, session_id: str, marker: BoundaryMarker) -> None:
+        self.reached.set()
+        try:
+            await asyncio.get_running_loop().create_future()  # never answered
+        except asyncio.CancelledError:
+            self.abandoned = True
+            raise
+
+
+def test_a_cancel_ends_a_trim_whose_marker_the_host_holds(tmp_path: Path) -> None:
+    """The trim waits for no held marker write once the session is cancelled (as a compaction does):
+    before the fix trim_history never returned here."""
+    store = HistoryStore.open(tmp_path / "history.db")
+    try:
+        persister = _HoldsTheMarker(store)
+        h = make_session(calls=[text_call("a1"), text_call("a2")], persister=persister)
+
+        async def scenario() -> object:
+            await h.session.start()
+            for text in ("q1", "q2"):
+                await h.session.send_message(text)
+            trim = asyncio.create_task(h.session.trim_history(2))
+            await persister.reached.wait()
+            await h.session.cancel()
+            return await asyncio.wait_for(trim, timeout=5)  # a hang fails here, not a verdict by time
+
+        result = run(scenario())
+        assert result == Trimmed(kept_message_count=2, dropped_message_count=2, kept_turn_count=1)
+        assert persister.abandoned
+        assert h.session.state is SessionState.CANCELLED
+        assert h.of_type("session:trimmed") == []
+        assert h.types(session_only=True)[-1] == "session:cancelled"
+        assert len(h.session.exchanges) == 2  # a cancelled trim installs nothing
+        _record, rows = store.load_full("s-test")
+        assert [row.role for row in rows] == ["user", "assistant", "user", "assistant"]  # no marker
     finally:
         store.close()
 
