@@ -129,7 +129,7 @@ def test_the_worked_minimal_store_adapter_passes_what_it_declares() -> None:
     import sys
     from pathlib import Path
 
-    program = Path(__file__).resolve().parents[2] / "docs" / "examples" / "minimal-store-adapter.py"
+    program = Path(__file__).resolve().parents[3] / "docs" / "examples" / "minimal-store-adapter.py"
     statuses = _statuses(_run(f"stdio:{sys.executable} {program}"))
     assert not [i for i, s in statuses.items() if s in (CaseStatus.FAILED, CaseStatus.ERRORED)]
     assert sum(s is CaseStatus.PASSED for s in statuses.values()) == 22
