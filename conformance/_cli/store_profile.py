@@ -28,6 +28,7 @@ from relavium_conformance._report.writers import (
     write_junit,
     write_markdown,
 )
+from relavium_conformance._run.runner import RunInterrupted, run_sync, sigterm_cancels
 from relavium_conformance._store.cases import load_store_cases, store_cases_under
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter, StdioAdapter
@@ -105,22 +106,25 @@ def run_store_profile(args: argparse.Namespace) -> int:
                 trace.case = case_id
             reporter.on_case_start(case_id)
 
-        run, _hello = asyncio.run(
-            run_store_cases(
-                factory,
-                cases,
-                timeout=args.timeout,
-                replicas=replica_factory(args.adapter, validate=observe, timeout=args.timeout),
-                on_case_start=on_case_start,
-                on_case_end=reporter.on_case_end,
-                maxfail=1 if args.exitfirst else args.maxfail,
-            )
+        work = run_store_cases(
+            factory,
+            cases,
+            timeout=args.timeout,
+            replicas=replica_factory(args.adapter, validate=observe, timeout=args.timeout),
+            on_case_start=on_case_start,
+            on_case_end=reporter.on_case_end,
+            maxfail=1 if args.exitfirst else args.maxfail,
         )
-    if args.with_proofs:
+        signals: list[str] = []  # the signal that stopped the run, when one did
+        try:
+            run, _hello = run_sync(sigterm_cancels(work, signals))
+        except RunInterrupted as stop:  # the implementation is stopped; the finished cases are reported
+            run = stop.outcome.run.stopped_by("SIGTERM" if "SIGTERM" in signals[:1] else "SIGINT")
+    if args.with_proofs and not run.interrupted:
         from relavium_conformance._selftest.stores.proofs import run_store_selftest
 
         run = run.with_proofs(asyncio.run(run_store_selftest()).proofs())
-    if baseline is not None:
+    if baseline is not None and not run.interrupted:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])
         )
@@ -144,5 +148,5 @@ def _write_reports(args: argparse.Namespace, run: RunResult, baseline: Baseline 
         write_markdown(run, args.markdown, full_results=full)
     if args.github_summary:
         write_github_summary(run, full_results=full)
-    if args.write_baseline:
+    if args.write_baseline and not run.interrupted:
         write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)

@@ -3,8 +3,9 @@
 ``python misbehaving_store.py MODE N`` counts the ``store.open`` requests it receives (each starts a case
 on this connection) and, at the N-th:
 
-``stall MARK``  appends a line to the file MARK and answers nothing from then on (it still reads its input,
-                and ends when it closes): the run waits there until a signal stops it
+``stall MARK``  appends ``stalled`` to the file MARK and answers nothing from then on (it still reads its
+                input): the run waits there until a signal stops it; ``bye`` is appended when the kit
+                says it (stopping the implementation), nothing when the input merely ends
 ``late``        answers the N-th store.open only after sending a second answer to the request it answered
                 last (the previous case's last one): a late duplicate, that case's fault, not this one's
 
@@ -24,7 +25,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "minimal-s
 
 def _minimal() -> Any:
     spec = importlib.util.spec_from_file_location("minimal_store_adapter", EXAMPLE)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,6 +43,9 @@ def main() -> None:
         parsed = json.loads(line)
         for message in parsed if isinstance(parsed, list) else [parsed]:
             if "id" not in message:  # a notification: bye
+                if silent:  # (the kit stopped the stalled store itself)
+                    with open(sys.argv[3], "a", encoding="utf-8") as mark:
+                        mark.write("bye\n")
                 return
             if message.get("method") == "store.open":
                 opens += 1
