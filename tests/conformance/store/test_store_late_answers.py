@@ -16,7 +16,7 @@ from relavium_conformance._store.cases import load_store_cases
 from relavium_conformance._store.runner import run_store_cases
 from relavium_conformance._wire.adapters import Adapter
 
-PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "misbehaving_store.py"
+PROGRAM = Path(__file__).resolve().parents[2] / "programs" / "misbehaving_store.py"
 VECTORS = [case for case in load_store_cases() if case.id.startswith("store-vectors/")]
 
 
