@@ -200,7 +200,7 @@ def _run_options() -> set[str]:
 def test_run_options_in_the_docs_exist(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     # not options of the kit: an example adapter's own, and pytest's
-    used = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--verbose", "--lf"}
+    used = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text)) - {"--verbose", "--lf"}
     assert used, page
     assert used <= _run_options()
 
