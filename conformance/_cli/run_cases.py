@@ -28,7 +28,7 @@ from relavium_conformance._report.baseline import (
     write_baseline,
 )
 from relavium_conformance._report.provenance import run_context
-from relavium_conformance._report.results import CaseResult, exit_code
+from relavium_conformance._report.results import CapabilityGate, CaseResult, RunResult, exit_code
 from relavium_conformance._report.writers import (
     TerminalReporter,
     write_github_summary,
@@ -65,12 +65,7 @@ def refusing_other_implementations(adapter: A, baseline: Baseline | None, source
 
 def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tuple[AnyCase, ...]) -> int:
     """Run the chosen ``cases`` (of ``all_cases``) as the options say; the exit status."""
-    unknown = sorted(set(args.require_capability) - set(CAPABILITIES))
-    if unknown:
-        raise KitUsageError(
-            f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
-            f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
-        )
+    _refuse_unknown_capabilities(args.require_capability)
     baseline = args.loaded_baseline
     validator = None
     if args.validate_protocol:  # (the protocol's schemas: only this option needs them)
@@ -114,6 +109,37 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
         except RunInterrupted as stop:
             outcome = stop.outcome
             outcome.run = outcome.run.stopped_by("SIGTERM" if "SIGTERM" in signals[:1] else "SIGINT")
+    run, gate = _judged(args, outcome, all_cases, baseline)
+    _write_reports(args, run, baseline)
+    reporter.summary(run)
+    if gate is not None and gate.missing:
+        print(
+            f"capabilities: {', '.join(gate.missing)} required ({', '.join(gate.sources)}) "
+            "but not declared by the implementation",
+            file=sys.stderr,
+        )
+    if validator is not None:
+        print(f"protocol: {validator.checked} messages validated")
+    if trace is not None:
+        print(f"trace: {trace.count} messages written to {args.trace}")
+    return int(exit_code(run))
+
+
+def _refuse_unknown_capabilities(required: list[str]) -> None:
+    """``--require-capability`` names only capabilities of the catalogue's vocabulary."""
+    unknown = sorted(set(required) - set(CAPABILITIES))
+    if unknown:
+        raise KitUsageError(
+            f"--require-capability: unknown capabilit{'ies' if len(unknown) > 1 else 'y'} "
+            f"{', '.join(unknown)} (known: {', '.join(CAPABILITIES)})"
+        )
+
+
+def _judged(
+    args: argparse.Namespace, outcome: RunOutcome, all_cases: tuple[AnyCase, ...], baseline: Baseline | None
+) -> tuple[RunResult, CapabilityGate | None]:
+    """The run's result with what the options add to it: its context, the proofs, the baseline's
+    comparison and the capability gate (the last three never on an interrupted run's partial result)."""
     for note in outcome.notes:
         print(f"{PROG} run: warning: {note}", file=sys.stderr)
     run = outcome.run.with_context(run_context(args.adapter, args.select, shard=args.shard_info))
@@ -135,6 +161,11 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
     )
     if gate is not None:
         run = run.with_capability_gate(gate)
+    return run, gate
+
+
+def _write_reports(args: argparse.Namespace, run: RunResult, baseline: Baseline | None) -> None:
+    """Every report file the options ask for (a new baseline only from a run that finished)."""
     if args.json:
         write_json(run, args.json)
     if args.junit:
@@ -145,18 +176,6 @@ def execute(args: argparse.Namespace, all_cases: tuple[AnyCase, ...], cases: tup
         write_github_summary(run, full_results=str(args.json) if args.json else None)
     if args.write_baseline and not run.interrupted:
         write_baseline(run, args.write_baseline, previous=baseline, profile=args.profile)
-    reporter.summary(run)
-    if gate is not None and gate.missing:
-        print(
-            f"capabilities: {', '.join(gate.missing)} required ({', '.join(gate.sources)}) "
-            "but not declared by the implementation",
-            file=sys.stderr,
-        )
-    if validator is not None:
-        print(f"protocol: {validator.checked} messages validated")
-    if trace is not None:
-        print(f"trace: {trace.count} messages written to {args.trace}")
-    return int(exit_code(run))
 
 
 @contextlib.contextmanager
