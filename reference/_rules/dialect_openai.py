@@ -158,7 +158,7 @@ class OpenAiStream:
                 output_tokens=_count(usage.get("completion_tokens")),
             )
         chunks: list[StreamChunk] = []
-        for choice in data.get("choices") or ():
+        for choice in _listed(data.get("choices")):
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 chunks.extend(self._choice(choice))
         return chunks
@@ -187,7 +187,7 @@ class OpenAiStream:
             if isinstance(content, str) and content:
                 chunks.extend(self._close_reasoning())
                 chunks.append(TextDelta(text=content))
-            for call in delta.get("tool_calls") or ():
+            for call in _listed(delta.get("tool_calls")):
                 if isinstance(call, dict):
                     chunks.extend(self._tool_fragment(call))
         finish = choice.get("finish_reason")
@@ -228,3 +228,9 @@ class OpenAiStream:
         else:
             chunks.append(StopChunk(stop_reason=reason, usage=self._usage))
         return self._end(chunks)
+
+
+def _listed(value: object) -> list[object]:
+    """A frame's list member, or nothing when the vendor sent another kind of value (a hostile or broken
+    frame must never turn into an exception of the reader)."""
+    return value if isinstance(value, list) else []

@@ -19,7 +19,7 @@ import json
 import zlib
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.reference.fuzzkit import HOSTILE, JSON, mutated
 from tests.reference.wirekit import STREAMS
@@ -113,6 +113,9 @@ def _events(dialect: str) -> st.SearchStrategy[list[SseEvent]]:
         lambda d: st.tuples(st.just(d), _events(d))
     )
 )
+# found by this test in a full run: a list member sent as another kind of value
+@example(("openai", [SseEvent("message", '{"object": "chat.completion.chunk", "choices": true}')]))
+@example(("openai", [SseEvent("message", '{"choices": [{"index": 0, "delta": {"tool_calls": 7}}]}')]))
 def test_a_dialect_reader_raises_nothing_whatever_the_frames(case: tuple[str, list[SseEvent]]) -> None:
     dialect, events = case
     reader = reader_for(dialect)  # type: ignore[arg-type]
