@@ -174,7 +174,7 @@ class SubprocessConnection:
         handler: Handler | None = None,
         validate: Validator | None = None,
         request_timeout: float | None = 30.0,
-        hello_timeout: float = 10.0,
+        hello_timeout: float = 30.0,
         close_timeout: float = 2.0,
         exit_wait: float = 2.0,
         line_limit: int = DEFAULT_LINE_LIMIT,
