@@ -93,3 +93,17 @@ class CreatedAtWallClock(SqliteSessionStore):
                 "UPDATE store_sessions SET created_at = ? WHERE id = ?",
                 (iso_of_ms(int(time.time() * 1000)), session_id),
             )
+
+
+@store_break_of(
+    name="note-task-run-keeps-old-activity",
+    summary="noteTaskRun records the run but leaves lastActiveAt where it was",
+    clauses=("SS-RUN-008",),
+)
+class NoteTaskRunKeepsOldActivity(SqliteSessionStore):
+    async def note_task_run(self, session_id: str, task_id: str, run_id: str | None = None) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE store_sessions SET last_task_id = ?, last_task_run_id = ? WHERE id = ?",
+                (task_id, run_id, session_id),
+            )
