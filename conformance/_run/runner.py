@@ -388,10 +388,24 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
     kept: list[T] = []
 
     async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(_quiet_pipe_race)
         kept.append(await work)
 
     asyncio.run(main())
     return kept[0]
+
+
+def _quiet_pipe_race(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: everything goes to asyncio's default handler but one race of
+    asyncio's own subprocess pipes (CPython 3.11), where a pipe of a program that exited at once reports
+    its end after the transport was already closed and its protocol raises ``AttributeError`` on
+    ``None.close`` inside ``_call_connection_lost``.  Nothing of the kit's is lost there; the user would
+    only see a traceback on stderr (issue 37: no asyncio noise)."""
+    error = context.get("exception")
+    handle = repr(context.get("handle", ""))
+    if isinstance(error, AttributeError) and "'close'" in str(error) and "_call_connection_lost" in handle:
+        return
+    loop.default_exception_handler(context)
 
 
 async def sigterm_cancels(work: Awaitable[T], seen: list[str]) -> T:
