@@ -1,4 +1,5 @@
-"""Child program of tests/reference/host/test_crash_consistency.py: commit one turn, optionally dying mid-commit.
+"""Child program of tests/reference/host/test_crash_consistency.py: commit one turn, optionally
+dying mid-commit.
 
 Usage: ``python crash_commit.py DB_PATH``.  The environment variable ``RELAVIUM_CRASH_AT`` chooses:
 

@@ -1,4 +1,5 @@
-"""Child program of tests/reference/host/test_history_faults.py: use a store under a file-size limit (a full disk).
+"""Child program of tests/reference/host/test_history_faults.py: use a store under a file-size limit
+(a full disk).
 
 Usage: ``python full_disk.py DB_PATH LIMIT_BYTES MODE``.  ``SIGXFSZ`` is ignored, so a write past the
 limit fails with ``EFBIG`` the way a write to a full disk fails with ``ENOSPC``; then

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reference.enginekit import make_session, minimal_record, run, text_call
 from pydantic import ValidationError
+from tests.reference.enginekit import make_session, minimal_record, run, text_call
 
 from relavium_reference._host.history_store import HistoryStore, PersistError
 from relavium_reference._host.persister import SqlitePersister

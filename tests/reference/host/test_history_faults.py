@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reference.fuzzkit import SQLITE_VALUES, quick_record, quick_timestamps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.reference.fuzzkit import SQLITE_VALUES, quick_record, quick_timestamps
 
 from relavium_reference._host.history_store import HistoryStore, StoreError
 from relavium_reference._model.errors import InvalidInputError, PersistError, RelaviumError

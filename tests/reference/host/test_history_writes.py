@@ -13,10 +13,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from tests.reference.enginekit import minimal_record
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
+from tests.reference.enginekit import minimal_record
 
 from relavium_reference._host import history_writes
 from relavium_reference._host.history_store import HistoryStore

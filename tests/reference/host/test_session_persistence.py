@@ -7,7 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reference.enginekit import AGENT, GatedProvider, error_call, gated_reply, make_session, run, text_call, tool_call
+from tests.reference.enginekit import (
+    AGENT,
+    GatedProvider,
+    error_call,
+    gated_reply,
+    make_session,
+    run,
+    text_call,
+    tool_call,
+)
 
 from relavium_reference import (
     AgentSession,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.reference.enginekit import GatedProvider, make_session
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from tests.reference.enginekit import GatedProvider, make_session
 
 from relavium_reference import SessionState, SessionStateError
 from relavium_reference._model.llm import (

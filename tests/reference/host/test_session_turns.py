@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.reference.enginekit import error_call, make_session, run, text_call, tool_call
 from pydantic import ValidationError
+from tests.reference.enginekit import error_call, make_session, run, text_call, tool_call
 
 from relavium_reference import ErrorCode, SessionStopReason, SessionTurnCompleted
 

@@ -17,6 +17,8 @@ import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.reference.export_oracle import (
     old_completed_export_turns,
     old_document_to_data,
@@ -25,8 +27,6 @@ from tests.reference.export_oracle import (
     old_fast_dump,
     old_session_to_workflow,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from relavium_conformance import fixtures_dir
 from relavium_reference import InvalidInputError

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.reference.fuzzkit import SQLITE_VALUES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, PrivateAttr, RootModel, ValidationError
+from tests.reference.fuzzkit import SQLITE_VALUES
 
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import (

@@ -13,10 +13,10 @@ import itertools
 from typing import Any
 
 import pytest
-from tests.reference.fuzzkit import quick_transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from tests.reference.fuzzkit import quick_transcript
 
 from relavium_reference._model.errors import InvalidInputError
 from relavium_reference._model.messages import (
