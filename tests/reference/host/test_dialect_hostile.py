@@ -202,8 +202,9 @@ def test_a_slow_or_endless_reply_ends_at_the_attempt_deadline(pace: str) -> None
             elif pace == "a token at a time":
                 await send(writer, served, chunk(openai_frame("token ")))  # a chunk every 0.1 s: never idle
                 await asyncio.sleep(0.1)
-            else:
+            else:  # a chunk every 10 ms: endless, yet some 3 KB by the deadline, far below the 1 MiB cap
                 await send(writer, served, chunk(openai_frame("token ")))
+                await asyncio.sleep(0.01)
 
     async def main() -> tuple[list[StreamChunk], float]:
         nonlocal served
