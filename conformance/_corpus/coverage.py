@@ -28,11 +28,13 @@ sentence no clause claims, by fingerprint or by this search, is *untriaged*: new
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from relavium_conformance._corpus.catalogue import Catalogue, Clause, load_catalogue
 from relavium_conformance._errors import KitUsageError
@@ -468,6 +470,26 @@ def _walk_clauses_fields(node: object, found: set[str]) -> None:
             _walk_clauses_fields(item, found)
 
 
+_DOCUMENT_MARK = re.compile(rb"^(?:---|\.\.\.)(?:\s|$)", re.M)
+
+
+def _documents(path: Path, yaml: Any) -> list[Any]:
+    """The YAML documents of ``path``.  A file naming no ``clauses`` cites none and is not parsed; a
+    one-document file is read through the kit's parse cache (:func:`read_yaml`), as the corpus is."""
+    from relavium_conformance._data import read_yaml
+
+    raw = path.read_bytes()
+    if b"clauses" not in raw:
+        return []
+    if _DOCUMENT_MARK.search(raw) is None:
+        with contextlib.suppress(KitUsageError):  # unreadable: the parse below names the fault
+            return [read_yaml(path)]
+    try:
+        return list(yaml.load_all(raw.decode("utf-8")))
+    except Exception as exc:  # ruamel raises many unrelated types for bad input
+        raise KitUsageError(f"{path.name}: not readable YAML ({type(exc).__name__})") from None
+
+
 def cited_clause_ids(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> set[str]:
     """Clause ids cited by cases: ``clauses:`` fields of YAML/JSON data and ``clauses`` pytest marks."""
     from ruamel.yaml import YAML
@@ -483,11 +505,8 @@ def cited_clause_ids(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> set
             if not path.is_file() or any(resolved.is_relative_to(s) for s in skipped):
                 continue
             if path.suffix in {".yaml", ".yml", ".json"}:
-                try:
-                    for document in yaml.load_all(path.read_text(encoding="utf-8")):
-                        _walk_clauses_fields(document, found)
-                except Exception as exc:  # ruamel raises many unrelated types for bad input
-                    raise KitUsageError(f"{path.name}: not readable YAML ({type(exc).__name__})") from None
+                for document in _documents(path, yaml):
+                    _walk_clauses_fields(document, found)
             elif path.suffix == ".py":
                 for args in _MARK.findall(path.read_text(encoding="utf-8")):
                     found.update(_ID.findall(args))
