@@ -57,8 +57,11 @@ sys.addaudithook(_network_audit)
 
 
 # -- the kit's parse cache and shape verdicts live in a temporary folder while the suite runs ------------
-# (never in the checkout or the user's home); subprocesses the tests start inherit the same folder.
+# (never in the checkout or the user's home); subprocesses the tests start inherit the same folder.  Under
+# pytest-xdist the controller makes the folder and its workers share it (they inherit its variable): every
+# entry is written by an atomic rename, so workers that meet fill it once for all instead of once each.
 _KIT_CACHE_ENV = "RELAVIUM_CONFORMANCE_YAML_CACHE"
+_SHARED_ENV = "RELAVIUM_CONFORMANCE_TEST_CACHE"  # the folder the controller made, as its workers see it
 _kit_cache_folder: str | None = None
 
 
@@ -67,16 +70,23 @@ def pytest_configure(config: object) -> None:
     import tempfile
 
     global _kit_cache_folder
-    if os.environ.get(_KIT_CACHE_ENV) != "0":
-        _kit_cache_folder = tempfile.mkdtemp(prefix="relavium-conformance-cache-")
-        os.environ[_KIT_CACHE_ENV] = _kit_cache_folder
+    if os.environ.get(_KIT_CACHE_ENV) == "0":
+        return
+    shared = os.environ.get(_SHARED_ENV)
+    if os.environ.get("PYTEST_XDIST_WORKER") and shared and os.path.isdir(shared):
+        os.environ[_KIT_CACHE_ENV] = shared  # a worker: the controller's folder, which the controller removes
+        return
+    _kit_cache_folder = tempfile.mkdtemp(prefix="relavium-conformance-cache-")
+    os.environ[_KIT_CACHE_ENV] = os.environ[_SHARED_ENV] = _kit_cache_folder
 
 
 def pytest_unconfigure(config: object) -> None:
+    import os
     import shutil
 
-    if _kit_cache_folder is not None:
+    if _kit_cache_folder is not None or os.environ.get("PYTEST_XDIST_WORKER"):
         from relavium_conformance._wire import shape_memo
 
-        shape_memo.forget()  # nothing left to write at exit into the folder removed here
+        shape_memo.forget()  # nothing left to write at exit into the folder the controller removes
+    if _kit_cache_folder is not None:
         shutil.rmtree(_kit_cache_folder, ignore_errors=True)
