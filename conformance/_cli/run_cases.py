@@ -146,7 +146,9 @@ def _judged(
     if args.with_proofs and not run.interrupted:
         from relavium_conformance._selftest.proofs import run_selftest  # only --with-proofs needs it
 
-        proofs = asyncio.run(run_selftest(include_misbehaviours=False, include_alternatives=False)).proofs()
+        judged = {clause.id for clause in run.clauses}  # only breaks citing these can prove them
+        selftest = run_selftest(include_misbehaviours=False, include_alternatives=False, clauses=judged)
+        proofs = asyncio.run(selftest).proofs()
         run = run.with_proofs(proofs)
     if baseline is not None and not run.interrupted:
         run = run.with_baseline(

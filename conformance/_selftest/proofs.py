@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,6 +325,7 @@ async def run_selftest(
     stdio: bool = False,
     jobs: int = 1,
     every_case: bool = False,
+    clauses: Collection[str] | None = None,
 ) -> SelftestReport:
     """Judge every broken implementation, compliant alternative, the store profile's breaks and the
     misbehaving programs.  ``jobs`` above 1 spreads the reference run, the broken implementations, the
@@ -332,16 +333,22 @@ async def run_selftest(
     (:mod:`relavium_conformance._run.parallel`), the longest first, while the misbehaving programs
     (which mostly wait on their subprocesses) run in this process: the same verdicts, in the same order,
     reported once all are in.  ``every_case`` runs every citing case of each broken implementation
-    (the full ``failed`` lists) instead of stopping once each clause it breaks has a proving failure."""
+    (the full ``failed`` lists) instead of stopping once each clause it breaks has a proving failure.
+    ``clauses`` narrows the breaks to those citing one of them, and the store profile's item to a set that
+    holds a store clause: a verdict proves only clauses its break cites, so the proofs of those clauses
+    are a whole selftest's (``run --select ... --with-proofs`` asks for no more)."""
     from relavium_conformance._reference.stdio_server import MISBEHAVIOURS
 
     cases = load_cases()
     sending = sending_cases(cases)
+    wanted = None if clauses is None else frozenset(clauses)
+    breaks = [b for b in BROKEN_IMPLEMENTATIONS if wanted is None or wanted & set(b.clauses)]
+    with_store = wanted is None or any(clause.startswith("SS-") for clause in wanted)
     work: list[_Work] = [
         ("reference", None),
-        *(("broken", broken) for broken in BROKEN_IMPLEMENTATIONS),
+        *(("broken", broken) for broken in breaks),
         *(("alternative", alt) for alt in (COMPLIANT_ALTERNATIVES if include_alternatives else ())),
-        ("store", None),
+        *((("store", None),) if with_store else ()),
     ]
     modes = tuple(MISBEHAVIOURS if include_misbehaviours else ())
     report = SelftestReport()

@@ -51,3 +51,17 @@ def test_compliant_alternative_passes_every_case(report, name: str) -> None:  # 
 def test_proofs_count_only_clauses_whose_own_cases_failed(report) -> None:  # type: ignore[no-untyped-def]
     for verdict in report.broken:
         assert set(verdict.proven) <= set(verdict.clauses), verdict.name
+
+
+def test_a_selftest_narrowed_to_clauses_proves_them_as_the_whole_one_does(report) -> None:  # type: ignore[no-untyped-def]
+    """``run --select ... --with-proofs`` judges only the breaks citing the run's clauses: same proofs."""
+    wanted = {"AS-MSG-021", "AS-MSG-015", "AS-CAP-001"}
+    narrowed = asyncio.run(
+        run_selftest(include_misbehaviours=False, include_alternatives=False, clauses=wanted)
+    )
+    assert {b.name for b in narrowed.broken} == {
+        b.name for b in BROKEN_IMPLEMENTATIONS if wanted & set(b.clauses)
+    }
+    whole = {clause: sorted(names) for clause, names in report.proofs().items() if clause in wanted}
+    assert {clause: sorted(names) for clause, names in narrowed.proofs().items() if clause in wanted} == whole
+    assert whole.keys() == wanted  # each of the three is proven at all, so the comparison has teeth
