@@ -512,6 +512,7 @@ MIRRORED_NAMES: dict[str, str] = {
     "budget.py": _AREA,
     "cases.py": _PROFILES,
     "commands.py": "one concern by layer: _model holds the shapes, _host runs the command",
+    "compaction.py": _AREA,
     "coverage.py": _CLI,
     "events.py": "the kit's own check beside the engine's model, and the clause area",
     "execute.py": _PROFILES,

@@ -31,6 +31,7 @@ from ruamel.yaml import YAML
 from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
 from relavium_conformance._corpus.cases import Case
 from relavium_conformance._corpus.generated.chain import chain_cases, dialect_cases
+from relavium_conformance._corpus.generated.compaction import compaction_cases
 from relavium_conformance._corpus.generated.history import history_cases
 from relavium_conformance._corpus.generated.lifecycle import (
     COMPACTION_CLAUSES,
@@ -65,6 +66,7 @@ AREAS: dict[str, Callable[[], st.SearchStrategy[Case]]] = {
     "overflow": overflow_cases,
     "dialects": dialect_cases,
     "usage": usage_cases,
+    "compaction": compaction_cases,
 }
 """Each area's strategy: ``lifecycle`` (start, sends, abort, cancel, the hard cap, tool rounds, resume, user
 commands, manual compaction), ``history`` (memory policies and getters, projection, trimHistory bounds),

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from relavium_conformance._corpus.cases import Case
 
-__all__ = ["PRESEND_CLAUSES", "build_presend_case", "presend_cases"]
+__all__ = ["PRESEND_CLAUSES", "build_presend_case", "estimate", "presend_cases", "text_reaching"]
 
 PRESEND_CLAUSES = (
     "AS-COMP-002",  # the threshold comparison
@@ -53,11 +53,18 @@ def estimate(system: str, messages: list[str]) -> int:
     return math.ceil((len(system) + sum(8 + len(text) for text in messages)) / 4)
 
 
+def text_reaching(tokens: int, system: str, messages: list[str]) -> str:
+    """A text whose message, after ``messages``, makes the request (``system``, ``messages``, this text)
+    estimate at exactly ``tokens`` (4 x ``tokens`` characters in all, so the ceiling is exact)."""
+    base = len(system) + sum(8 + len(text) for text in messages) + 8
+    size = 4 * tokens - base
+    assert size >= 0, "the bound sits below the rest of the request"
+    return (_FILLER * (size // len(_FILLER) + 1))[:size]
+
+
 def _pending(tokens: int, history: list[str]) -> str:
     """A pending user text whose request (system, ``history``, this text) estimates at ``tokens``."""
-    base = len(SYSTEM) + sum(8 + len(text) for text in history) + 8
-    size = 4 * tokens - base
-    return (_FILLER * (size // len(_FILLER) + 1))[:size]
+    return text_reaching(tokens, SYSTEM, history)
 
 
 def build_presend_case(
