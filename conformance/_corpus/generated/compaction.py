@@ -44,6 +44,8 @@ from relavium_conformance._corpus.generated.presend import estimate, text_reachi
 __all__ = [
     "COMPACTION_AREA_CLAUSES",
     "build_after_turn_case",
+    "build_irreducible_case",
+    "build_passes_case",
     "compaction_cases",
 ]
 
@@ -264,6 +266,239 @@ def _after_turn(draw: st.DrawFn) -> Case:
     )
 
 
+# -- passes (pre-send) ------------------------------------------------------------------------------------
+
+BIG_WINDOW = 40000  # the primary's window, which the trigger measures against
+SMALL_FALLBACK = 12000  # a fallback whose window bounds every pass at 7904
+_PASS_TOKENS = 3000  # an older message: two fill a first pass under 7904, one a later pass (4096 reserved)
+
+
+def planned_passes(older: int, fallback: int | None) -> int:
+    """The passes a pre-send compaction of ``older`` (1 to 5) big exchanges runs (KD-COMP-7): with the
+    small fallback the first pass folds two and each later pass one, so five take the four passes a
+    compaction may spend; with an unknown fallback window one pass folds them all (no soft bound)."""
+    assert 1 <= older <= 5
+    return 1 if fallback is None else max(1, older - 1)
+
+
+def _passes_setup(older: int, fallback: int | None, size: int, refused: bool) -> dict[str, Any]:
+    history: list[dict[str, Any]] = []
+    for n in range(1, older + 1):
+        history += [_text("user", _fill(4 * size, f"Q{n}")), _text("assistant", f"a{n}")]
+    history += [_text("user", "qk"), _text("assistant", "ak")]
+    models: dict[str, Any] = {"model-a": {"contextWindow": BIG_WINDOW}}
+    if fallback is not None:
+        models["model-b"] = {"contextWindow": fallback}
+    deps: dict[str, Any] = {"models": models, "compactThreshold": 0.0625, "afterTurnCompaction": False}
+    if refused:
+        deps["admission"] = True
+    agent = {
+        "system_prompt": SYSTEM,
+        "tools": [],
+        "fallback_chain": [{"model": "model-b", "provider": "openai", "max_attempts": 1}],
+    }
+    return {"agent": agent, "deps": deps, "history": {"messages": history}}
+
+
+def build_passes_case(
+    older: int,
+    fallback: int | None,
+    outcome: str = "ok",
+    at: int = 1,
+    *,
+    size: int = _PASS_TOKENS,
+    name: str = "compaction-passes",
+) -> Case:
+    """A resumed history of ``older`` exchanges of ``size``-token users and a short kept one, then a turn
+    whose pre-send compaction runs ``planned_passes``; ``outcome`` "ok", or "fail" / "refused" at pass
+    ``at`` (a failure of that pass, a budget refusal of its admission)."""
+    passes = planned_passes(older, fallback)
+    at = min(at, passes) if outcome != "ok" else passes + 1
+    limit = min(BIG_WINDOW, fallback or BIG_WINDOW) - 4096
+    history = _passes_setup(older, fallback, size, outcome == "refused")
+    sent = passes if outcome == "ok" else (at if outcome == "fail" else at - 1)
+    bound: dict[str, Any] = {"$lte": limit}
+    if fallback is None:  # the whole fold in one pass, above the manual soft bound (AS-COMP-035)
+        bound = {"$all": [{"$gte": older * size}, bound]}
+    shown = {"$joined_text": {"$matches": "(?s).*\\bqk\\b.*\\bak\\b.*\\bqn\\b.*"}}
+    requests = [{"model": "model-a", "estimate": bound, "request": {"messages": shown}}] * sent
+    if requests:
+        first = {"$all": [shown, {"$joined_text": {"$matches": "(?s).*\\bQ1\\b.*\\bqk\\b.*"}}]}
+        requests[0] = {**requests[0], "request": {"messages": first}}
+    expect: dict[str, Any] = {
+        "summary_request_count": sent,
+        "summary_requests": requests,
+        "compaction_starts": [],
+        "provider_request_count": 0 if outcome == "refused" else 1,
+    }
+    clauses = ["AS-COMP-013", "AS-COMP-016", "AS-COMP-017", "AS-COMP-018", *_MOMENT]
+    clauses += ["AS-COMP-035"] if fallback is None else []
+    kit = [*_KIT, "KD-COMP-7"]
+    scripts = [_summary(f"S{n}") for n in range(1, sent + 1)]
+    step = _passes_outcome(outcome, at, passes, older, expect, clauses, kit, scripts)
+    body: dict[str, Any] = {
+        "capabilities": [
+            "core",
+            "compaction",
+            "persistence",
+            "resume",
+            *(["budget"] if outcome == "refused" else []),
+        ],
+        "setup": history,
+        "provider": [] if outcome == "refused" else [_reply("done")],
+        "summaries": scripts,
+        "steps": [{"op": "resume"}, step],
+        "expect": expect,
+    }
+    if outcome == "refused":
+        body["admissions"] = [*([{}] * (at - 1)), {"refuse": CAP}]
+    window = "unknown" if fallback is None else str(fallback)
+    title = f"a pre-send compaction of {older} big exchanges, fallback window {window}: {outcome}"
+    return _case(name, title, clauses, kit, body)
+
+
+def _passes_outcome(
+    outcome: str,
+    at: int,
+    passes: int,
+    older: int,
+    expect: dict[str, Any],
+    clauses: list[str],
+    kit: list[str],
+    scripts: list[Any],
+) -> dict[str, Any]:
+    """Fill in ``expect`` (and the scripts) for the pass outcome; the turn's step."""
+    reason = {"reason": "auto-threshold"}
+    step: dict[str, Any] = {"op": "send", "text": "qn", "expect": {"status": "completed", "text": "done"}}
+    moment = ["session:compacting", "session:compaction_failed"]
+    if outcome == "ok":
+        moment = ["session:compacting", "session:compacted"]
+        compacted = {**reason, "summary": f"S{passes}", "keptTurnCount": 1}
+        expect["events"] = {"session:compacting": [reason], "session:compacted": [compacted]}
+        expect["provider_requests"] = [{"request": {"messages": _compacted_request(f"S{passes}")}}]
+        clauses.append("AS-COMP-022")
+    elif outcome == "fail":
+        scripts.append(_failing())  # replaces the pass's summary: the scripts hold the passes before it
+        scripts.pop(-2)
+        expect["events"] = {"session:compaction_failed": [{**reason, "outcome": "failed"}]}
+        expect["provider_requests"] = [{"request": {"messages": {"$len": 2 * older + 3}}}]
+        expect["absent_events"] = ["session:compacted", "session:trimmed"]
+        clauses += ["AS-COMP-010", "AS-COMP-023"]
+    else:
+        error = {"code": "budget_exceeded", "message": {"$contains": str(CAP)}, "retryable": False}
+        step["expect"] = {"status": "failed", "error": error}
+        admitted = {"purpose": "summary", "decision": "admitted"}
+        expect["admissions"] = [*([admitted] * (at - 1)), {"purpose": "summary", "decision": "refused"}]
+        expect["absent_events"] = ["session:compacted", "session:trimmed", "session:compaction_refused"]
+        clauses += ["AS-COMP-011", "AS-COMP-044", "AS-COMP-047", "AS-COMP-037" if at == 1 else "AS-COMP-023"]
+        kit.append("KD-FIN-1")
+        if at == 1:
+            moment = []
+            expect["absent_events"] += ["session:compacting", "session:compaction_failed"]
+        else:
+            failed = {**reason, "outcome": "budget_refused", "message": {"$contains": str(CAP)}}
+            expect["events"] = {"session:compaction_failed": [failed]}
+    expect["session_events"] = ["session:turn_started", *moment, "session:turn_completed"]
+    return step
+
+
+def _compacted_request(summary: str) -> list[dict[str, Any]]:
+    """The turn's request after the fold: the summary as user data before the kept user (one message or
+    two parts, KD-PROJ-2), the kept reply, the pending user."""
+    first = {"$joined_text": {"$matches": f"(?s).*\\b{summary}\\b.*\\bqk$"}}
+    return [{"role": "user", "content": first}, _text("assistant", "ak"), _text("user", "qn")]
+
+
+@st.composite
+def _passes(draw: st.DrawFn) -> Case:
+    outcome = draw(st.sampled_from(("ok", "fail", "refused")))
+    at = draw(st.integers(1, 4))
+    if draw(st.booleans()):  # the small fallback bounds every pass: five exchanges take all four passes
+        return build_passes_case(draw(st.integers(1, 5)), SMALL_FALLBACK, outcome, at)
+    size = draw(st.sampled_from((16385, 20000, 30000)))  # just above the soft bound, and far above
+    older = 2 if size == 16385 and draw(st.booleans()) else 1
+    return build_passes_case(older, None, outcome, at, size=size)
+
+
+# -- irreducible (pre-send) -------------------------------------------------------------------------------
+
+
+def build_irreducible_case(
+    older: int, side: str, margin: int, *, name: str = "compaction-irreducible"
+) -> Case:
+    """A resumed history of ``older`` short exchanges and a system text that takes the irreducible part
+    (system, kept exchange, pending user, the 4096-token wrapper) ``margin`` tokens over the window
+    (``side`` "over": skipped, the original request goes out) or under it (compacted when there is
+    something to fold)."""
+    tokens = WINDOW - 4096 + margin if side == "over" else WINDOW - 4096 - 400 - margin
+    system = _fill(4 * tokens, "Rules")
+    history = [
+        message
+        for n in range(1, older + 1)
+        for message in (_text("user", f"q{n}"), _text("assistant", f"a{n}"))
+    ]
+    folds = side == "under" and older >= 2
+    deps = {
+        "models": {"model-a": {"contextWindow": WINDOW}},
+        "compactThreshold": 0.0625,
+        "maxTokensEstimate": 100,
+        "afterTurnCompaction": False,
+    }
+    reason = {"reason": "auto-threshold"}
+    expect: dict[str, Any] = {"summary_request_count": 1 if folds else 0, "provider_request_count": 1}
+    if folds:
+        expect["session_events"] = [
+            "session:turn_started",
+            "session:compacting",
+            "session:compacted",
+            "session:turn_completed",
+        ]
+        expect["events"] = {"session:compacted": [{**reason, "keptTurnCount": 1}]}
+        first = {"$joined_text": {"$matches": f"(?s).*\\bS1\\b.*\\bq{older}$"}}
+        messages: Any = [
+            {"role": "user", "content": first},
+            _text("assistant", f"a{older}"),
+            _text("user", "qn"),
+        ]
+    else:
+        expect["session_events"] = ["session:turn_started", "session:turn_completed"]
+        expect["absent_events"] = list(_EVENTS_OF_A_MOMENT)
+        messages = [*history, _text("user", "qn")]
+    expect["provider_requests"] = [{"request": {"system": {"$contains": "Rules"}, "messages": messages}}]
+    clauses = ["AS-COMP-008", "AS-COMP-010", "AS-COMP-002", "AS-COMP-007"]
+    body: dict[str, Any] = {
+        "capabilities": ["core", "compaction", "persistence", "resume"],
+        "setup": {
+            "agent": {"system_prompt": system, "tools": []},
+            "deps": deps,
+            "history": {"messages": history},
+        },
+        "provider": [_reply("done")],
+        "summaries": [_summary("S1")] if folds else [],
+        "steps": [
+            {"op": "resume"},
+            {"op": "send", "text": "qn", "expect": {"status": "completed", "text": "done"}},
+        ],
+        "expect": expect,
+    }
+    title = f"the irreducible part {margin} tokens {side} the window after {older} exchanges"
+    return _case(name, title, clauses, [*_KIT, "KD-COMP-3", "KD-COMP-7"], body)
+
+
+@st.composite
+def _irreducible(draw: st.DrawFn) -> Case:
+    return build_irreducible_case(
+        draw(st.integers(1, 3)), draw(st.sampled_from(("over", "under"))), draw(st.sampled_from((200, 600)))
+    )
+
+
+@st.composite
+def _compaction(draw: st.DrawFn) -> Case:
+    family = draw(st.sampled_from(("after-turn", "after-turn", "passes", "irreducible")))
+    return draw({"after-turn": _after_turn(), "passes": _passes(), "irreducible": _irreducible()}[family])
+
+
 def compaction_cases() -> st.SearchStrategy[Case]:
-    """Cases of the compaction area."""
-    return _after_turn()
+    """Cases of the compaction area: the after-turn trigger (half the draws), the passes, the irreducible
+    part."""
+    return _compaction()
