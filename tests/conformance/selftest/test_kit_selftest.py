@@ -12,10 +12,12 @@ from relavium_conformance._selftest.breaks import BROKEN_IMPLEMENTATIONS
 from relavium_conformance._selftest.compliant import COMPLIANT_ALTERNATIVES
 from relavium_conformance._selftest.proofs import run_selftest
 
+pytestmark = pytest.mark.xdist_group("whole-selftest")
 
-@pytest.fixture(scope="module")
-def report():  # type: ignore[no-untyped-def]
-    return asyncio.run(run_selftest())
+
+@pytest.fixture
+def report(whole_selftest):  # type: ignore[no-untyped-def]
+    return whole_selftest
 
 
 @pytest.mark.parametrize("name", [b.name for b in BROKEN_IMPLEMENTATIONS])

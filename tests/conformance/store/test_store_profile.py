@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,6 @@ from relavium_conformance._connect import replica_factory, resolve_adapter
 from relavium_conformance._corpus.catalogue import load_catalogue
 from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._selftest.stores import BROKEN_STORES
-from relavium_conformance._selftest.stores.proofs import run_store_selftest
 from relavium_conformance._store.cases import StoreCase, load_store_cases
 from relavium_conformance._store.protocol import declaration_of
 from relavium_conformance._store.runner import run_store_cases
@@ -54,9 +54,17 @@ def test_declaration_reads_absent_durability_as_process_local() -> None:
     assert declaration_of(("session-store",)).placements is None
 
 
-@pytest.mark.parametrize("adapter", ["reference", pytest.param("reference-stdio", marks=pytest.mark.slow)])
-def test_the_sqlite_store_passes_every_case(adapter: str) -> None:
-    run = _run(adapter)
+@pytest.mark.xdist_group("sqlite-store-run")
+def test_the_sqlite_store_passes_every_case(sqlite_store_run: RunResult) -> None:
+    _passes_every_case(sqlite_store_run)
+
+
+@pytest.mark.slow
+def test_the_sqlite_store_passes_every_case_over_stdio() -> None:
+    _passes_every_case(_run("reference-stdio"))
+
+
+def _passes_every_case(run: RunResult) -> None:
     statuses = _statuses(run)
     assert {i for i, s in statuses.items() if s is not CaseStatus.PASSED} == ONLY_WITHOUT_PLACEMENTS
     assert statuses.keys() - ONLY_WITHOUT_PLACEMENTS
@@ -75,13 +83,16 @@ def test_the_ttl_store_passes_everything_it_declares() -> None:
     assert statuses["store/durable-restart"] is CaseStatus.UNSUPPORTED
 
 
-def test_every_broken_store_is_caught_and_every_store_clause_is_proven() -> None:
-    report = asyncio.run(run_store_selftest())
-    missed = [v.name for v in report.broken if not v.caught]
+@pytest.mark.xdist_group("whole-selftest")
+def test_every_broken_store_is_caught_and_every_store_clause_is_proven(whole_selftest: Any) -> None:
+    """Read from the whole selftest's report (its store item is ``run_store_selftest()``)."""
+    names = {b.name for b in BROKEN_STORES}
+    broken = [v for v in whole_selftest.broken if v.name in names]
+    missed = [v.name for v in broken if not v.caught]
     assert not missed
     runnable = [b for b in BROKEN_STORES if b.kind != "pg" or os.environ.get("RELAVIUM_PG_DSN", "").strip()]
-    assert len(report.broken) == len(runnable)  # the PostgreSQL breaks need a server
-    proven = set(report.proofs())
+    assert sorted(v.name for v in broken) == sorted(b.name for b in runnable)  # PostgreSQL's need a server
+    proven = {clause for v in broken if v.caught for clause in v.clauses}  # as StoreSelftestReport.proofs
     wanted = {
         c.id
         for c in load_catalogue().clauses

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from relavium_conformance._connect import replica_factory, resolve_adapter
-from relavium_conformance._report.results import CaseStatus
+from relavium_conformance._report.results import CaseStatus, RunResult
 from relavium_conformance._store.cases import StoreCase, load_store_cases
 from relavium_conformance._store.replicas import chain_problems
 from relavium_conformance._store.runner import run_store_cases
@@ -58,8 +58,12 @@ def test_chain_problems_names_a_broken_parent_and_a_repeated_id() -> None:
 
 
 @pytest.mark.slow
-def test_the_sqlite_store_passes_the_replica_cases() -> None:
-    statuses = _run("reference")
+@pytest.mark.xdist_group("sqlite-store-run")
+def test_the_sqlite_store_passes_the_replica_cases(sqlite_store_run: RunResult) -> None:
+    """Read from the SQLite reference's run of every store case (replica cases by processes)."""
+    replicas = {case.id for case in REPLICA_CASES}
+    statuses = {c.id: c.status for c in sqlite_store_run.cases if c.id in replicas}
+    assert statuses.keys() == replicas
     assert statuses == dict.fromkeys(statuses, CaseStatus.PASSED)
 
 
