@@ -368,3 +368,106 @@ class _TriggerDefaultReservationIgnored(AgentSession):
         if measured is None or not unset:
             return measured
         return replace(measured, reservation=0)
+
+
+@break_of(
+    name="after-turn-threshold-inclusive",
+    summary=(
+        "the after-turn trigger fires when the next request measures exactly threshold x window (>=); the "
+        "pre-send comparison stays strict"
+    ),
+    clauses=("AS-COMP-007",),
+)
+class _AfterTurnThresholdInclusive(AgentSession):
+    """After the turn (no pending user), the threshold comparison is ``>=``; before it, strict."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or pending_user is not None:
+            return measured
+        return _InclusiveThreshold(
+            measured.input_tokens, measured.reservation, measured.window, measured.threshold
+        )
+
+
+@dataclass(frozen=True)
+class _RoundedFill(Measurement):
+    """A measurement whose threshold comparison reads the fill as a whole percentage of the window."""
+
+    @property
+    def fires(self) -> bool:
+        if self.window is None:
+            return False
+        percent = round(100 * self.input_tokens / self.window)
+        over_threshold = percent > round(100 * self.threshold)
+        return over_threshold or self.input_tokens + self.reservation > self.window
+
+
+@break_of(
+    name="after-turn-threshold-on-a-rounded-percentage",
+    summary=(
+        "after the turn the threshold is compared with the context fill rounded to a whole percentage, "
+        "so a next request a token over threshold x window does not compact"
+    ),
+    clauses=("AS-COMP-007",),
+)
+class _AfterTurnRoundedFill(AgentSession):
+    """After the turn, the trigger reads the fill the session reports (a whole percentage)."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or pending_user is not None:
+            return measured
+        return _RoundedFill(measured.input_tokens, measured.reservation, measured.window, measured.threshold)
+
+
+def _presend_default(session: AgentSession, pending_user: str | None) -> bool:
+    """A pre-send measurement (a pending user) with neither maxTokens nor maxTokensEstimate set."""
+    unset = session._agent.max_tokens is None and session._max_tokens_estimate is None
+    return pending_user is not None and unset
+
+
+@break_of(
+    name="presend-default-reservation-free-space-inclusive",
+    summary=(
+        "with neither maxTokens nor maxTokensEstimate set, the pre-send trigger compacts when the window "
+        "leaves 4096 tokens or fewer free (<=), so a request exactly filling it with the 4096 compacts"
+    ),
+    clauses=("AS-COMP-007", "AS-COMP-003"),
+)
+class _PresendDefaultFreeSpaceInclusive(AgentSession):
+    """The pre-send trigger's default path asks for more than 4096 tokens free instead of 4096."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or not _presend_default(self, pending_user):
+            return measured
+        return _InclusiveReservation(
+            measured.input_tokens, measured.reservation, measured.window, measured.threshold
+        )
+
+
+@break_of(
+    name="presend-default-reservation-ignored",
+    summary=(
+        "with neither maxTokens nor maxTokensEstimate set, the pre-send trigger reads the request's unset "
+        "maxTokens as no reservation; the after-turn trigger keeps 4096"
+    ),
+    clauses=("AS-COMP-007", "AS-COMP-003"),
+)
+class _PresendDefaultReservationIgnored(AgentSession):
+    """The pre-send trigger reserves nothing when nothing sets the reservation."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or not _presend_default(self, pending_user):
+            return measured
+        return replace(measured, reservation=0)
