@@ -147,29 +147,33 @@ def build_after_turn_case(
     enabled: bool | None = None,
     outcome: str = "ok",
     max_messages: int | None = None,
+    window: int = WINDOW,
+    bulk: int = 0,
     name: str = "compaction-after-turn",
 ) -> Case:
-    """``older`` short exchanges, then one whose reply takes the next request's estimate to the ``bound``
-    ("threshold" or "reservation") moved by ``offset`` tokens; ``outcome`` of the pass when it runs:
-    "ok", "fail" (an ordinary failure) or "refused" (its admission)."""
+    """``older`` exchanges (users of ``bulk`` tokens, or short), then one whose reply takes the next
+    request's estimate to the ``bound`` ("threshold" or "reservation") moved by ``offset`` tokens;
+    ``outcome`` of the pass when it runs: "ok", "fail" (an ordinary failure) or "refused" (its
+    admission).  With ``bulk`` the fold may take more than one pass (asserted as a property only)."""
     limit = threshold if threshold is not None else 0.8
     reserve = reservation if reservation is not None else 4096
-    tokens = (int(limit * WINDOW) if bound == "threshold" else WINDOW - reserve) + offset
-    before = [text for n in range(1, older + 1) for text in (f"q{n}", f"a{n}")] + [f"q{older + 1}"]
+    tokens = (int(limit * window) if bound == "threshold" else window - reserve) + offset
+    users = [_fill(4 * bulk, f"q{n}") if bulk else f"q{n}" for n in range(1, older + 1)]
+    before = [text for n, user in enumerate(users, 1) for text in (user, f"a{n}")] + [f"q{older + 1}"]
     reply = text_reaching(tokens, SYSTEM, before)
     assert estimate(SYSTEM, [*before, reply]) == tokens
-    fires = tokens > limit * WINDOW or tokens + reserve > WINDOW
+    fires = tokens > limit * window or tokens + reserve > window
     runs = fires and enabled is not False and older >= 1
     refused = runs and outcome == "refused"
     total = older + 1
     trim = fallback_trim(older + 1, max_messages) if runs and outcome == "fail" else None
-    expect, moment = _after_turn_expect(older, runs, outcome, reply, trim)
+    expect, moment = _after_turn_expect(older, runs, outcome, reply, trim, window - 4096, bulk > 0)
     clauses = [*COMPACTION_AREA_CLAUSES]
     kit = [*_KIT]
     if runs:
         clauses += {"ok": _SUCCESS, "fail": _FAILURE, "refused": _REFUSAL}[outcome]
         kit += {"ok": ["KD-COMP-7"], "fail": ["KD-TRIM-1"], "refused": ["KD-FIN-1"]}[outcome]
-    deps: dict[str, Any] = {"models": {"model-a": {"contextWindow": WINDOW}}}
+    deps: dict[str, Any] = {"models": {"model-a": {"contextWindow": window}}}
     for key, value in (
         ("compactThreshold", threshold),
         ("maxTokensEstimate", reservation),
@@ -182,10 +186,12 @@ def build_after_turn_case(
         "capabilities": ["core", "compaction", "persistence", *(["budget"] if refused else [])],
         "setup": {"agent": {"system_prompt": SYSTEM, "tools": []}, "deps": deps},
         "provider": [*(_reply(f"a{n}") for n in range(1, older + 1)), _reply(reply)],
-        "summaries": ([_failing()] if outcome == "fail" else [_summary("S1")]) if runs else [],
+        "summaries": ([_failing()] if outcome == "fail" else [_summary("S1"), _summary("S2")])
+        if runs
+        else [],
         "steps": [
             {"op": "start"},
-            *({"op": "send", "text": f"q{n}", "expect": _COMPLETED} for n in range(1, total + 1)),
+            *({"op": "send", "text": user, "expect": _COMPLETED} for user in [*users, f"q{total}"]),
         ],
         "expect": {"session_events": _after_turn_events(older + 1, moment), **expect},
     }
@@ -197,7 +203,7 @@ def build_after_turn_case(
 
 
 def _after_turn_expect(
-    older: int, runs: bool, outcome: str, reply: str, trim: dict[str, int] | None
+    older: int, runs: bool, outcome: str, reply: str, trim: dict[str, int] | None, limit: int, bulk: bool
 ) -> tuple[dict[str, Any], list[str]]:
     """The expectations of an after-turn case beside its events, and the after-turn moment's events."""
     rows: list[dict[str, Any]] = [{"role": role} for _ in range(older + 1) for role in ("user", "assistant")]
@@ -216,16 +222,19 @@ def _after_turn_expect(
         expect["admissions"] = [*([turn] * (older + 1)), {"purpose": "summary", "decision": "refused"}]
         expect["rows"] = rows
         return expect, ["session:compaction_refused"]
-    folded = f"(?s).*\\bq1\\b.*\\ba{older}\\b.*\\bq{older + 1}\\b.*"
+    last = "" if bulk else f"\\ba{older}\\b.*"  # the bulk's first pass holds the first exchange alone
+    folded = f"(?s).*\\bq1\\b.*{last}\\bq{older + 1}\\b.*"
     request = {"maxTokens": {"$lte": 4096}, "messages": {"$all": [
         {"$joined_text": {"$matches": folded}}, {"$joined_text": {"$contains": reply}},
     ]}}  # fmt: skip
-    expect["summary_request_count"] = 1
-    expect["summary_requests"] = [{"estimate": {"$lte": WINDOW - 4096}, "request": request}]
+    if outcome == "fail" or not bulk:  # a failure ends the fold at its first pass
+        expect["summary_request_count"] = 1
+        expect["summary_requests"] = [{"estimate": {"$lte": limit}, "request": request}]
     if outcome == "ok":
-        compacted = {**reason, "summary": "S1", "keptTurnCount": 1}
+        summary: Any = {"$one_of": ["S1", "S2"]} if bulk else "S1"  # the bulk may take two passes
+        compacted = {**reason, "summary": summary, "keptTurnCount": 1}
         expect["events"] = {"session:compacting": [reason], "session:compacted": [compacted]}
-        marker = {"role": "system", "content": [{"type": "text", "text": "S1"}]}
+        marker = {"role": "system", "content": [{"type": "text", "text": summary}]}
         expect["rows"] = [*rows, {**marker, "compaction": {"droppedThroughSequence": 2 * older - 1}}]
         return expect, ["session:compacting", "session:compacted"]
     expect["events"] = {"session:compaction_failed": [{**reason, "outcome": "failed"}]}
@@ -245,24 +254,34 @@ def _after_turn_expect(
 @st.composite
 def _after_turn(draw: st.DrawFn) -> Case:
     bound = draw(st.sampled_from(("threshold", "reservation")))
-    if bound == "threshold":  # 500, 1000, 2000 tokens; the reservation's own bound stays far off
-        threshold: float | None = draw(st.sampled_from((0.0625, 0.125, 0.25)))
-        reservation: int | None = draw(st.sampled_from((None, 100, 1000)))
+    settings: dict[str, Any] = {}
+    default = draw(st.integers(0, 3)) == 0  # a quarter of the draws: the bound at its default
+    if bound == "threshold" and default:  # 0.8 x 40000; the reservation's bound far off
+        threshold: float | None = None
+        reservation: int | None = draw(st.sampled_from((None, 100)))
+        settings["window"] = 40000
+    elif bound == "threshold":  # 500, 1000, 2000 tokens; the reservation's own bound stays far off
+        threshold = draw(st.sampled_from((0.0625, 0.125, 0.25)))
+        reservation = draw(st.sampled_from((None, 100, 1000)))
+    elif default:  # 16000 less 4096, two older exchanges of 5900 tokens (one or two passes)
+        threshold, reservation = draw(st.sampled_from((None, 0.99))), None
+        settings.update(window=16000, bulk=5900)
     else:  # bounds of 2000, 1000, 500 tokens; the threshold unset (6400) or higher still
         threshold = draw(st.sampled_from((None, 0.99)))
         reservation = draw(st.sampled_from((6000, 7000, 7500)))
-    older = draw(st.integers(0, 3))
+    outcomes = draw(st.booleans())  # half the draws: one token over, on, something to fold
+    older = 2 if settings.get("bulk") else draw(st.sampled_from((1, 2, 3) if outcomes else (1, 2, 3, 0)))
     total = 2 * (older + 1)
-    bounds = st.sampled_from((None, 1, 2, 3, total - 1, total))
     return build_after_turn_case(
         older,
         bound,
         threshold,
         reservation,
-        draw(st.sampled_from((-1, 0, 1))),
-        enabled=draw(st.sampled_from((None, True, False))),
-        outcome=draw(st.sampled_from(("ok", "fail", "refused"))),
-        max_messages=draw(bounds),
+        1 if outcomes else draw(st.sampled_from((1, 0, -1))),  # over, at, under
+        enabled=draw(st.sampled_from((None, True) if outcomes else (None, True, False))),
+        outcome=draw(st.sampled_from(("fail", "ok", "refused"))),
+        max_messages=draw(st.sampled_from((None, 2, 1, 3, total - 1, total))),
+        **settings,
     )
 
 
@@ -482,7 +501,7 @@ def build_irreducible_case(
         "expect": expect,
     }
     title = f"the irreducible part {margin} tokens {side} the window after {older} exchanges"
-    return _case(name, title, clauses, [*_KIT, "KD-COMP-3", "KD-COMP-7"], body)
+    return _case(name, title, clauses, [*_KIT, "KD-COMP-7"], body)
 
 
 @st.composite
@@ -494,7 +513,7 @@ def _irreducible(draw: st.DrawFn) -> Case:
 
 @st.composite
 def _compaction(draw: st.DrawFn) -> Case:
-    family = draw(st.sampled_from(("after-turn", "after-turn", "passes", "irreducible")))
+    family = draw(st.sampled_from(("after-turn", "irreducible", "passes", "after-turn")))
     return draw({"after-turn": _after_turn(), "passes": _passes(), "irreducible": _irreducible()}[family])
 
 
