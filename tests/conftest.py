@@ -9,7 +9,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("relavium", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,3 +92,15 @@ def pytest_unconfigure(config: object) -> None:
         shape_memo.forget()  # nothing left to write at exit into the folder the controller removes
     if _kit_cache_folder is not None:
         shutil.rmtree(_kit_cache_folder, ignore_errors=True)
+
+
+# -- the kit's wheel, built once per session: tests/test_wheel.py and the CI recipe's test install it ----
+# (both carry xdist_group("kit-wheel"), so under --dist loadgroup one worker builds it once)
+
+
+@pytest.fixture(scope="session")
+def kit_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.wheelkit import build_wheel, copy_sources
+
+    source = copy_sources(tmp_path_factory.mktemp("kit-source") / "relavium-conformance")
+    return build_wheel(source, tmp_path_factory.mktemp("kit-dist"))

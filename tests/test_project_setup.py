@@ -132,3 +132,49 @@ def test_a_parent_that_only_deals_cases_imports_no_schema_validator(tmp_path: Pa
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=env)
+
+
+def test_xdist_groups_hold_so_each_shared_session_result_is_computed_once(tmp_path: Path) -> None:
+    """tests/conformance/conftest.py computes a whole selftest once only if ``--dist loadgroup`` (addopts)
+    sends an ``xdist_group`` to one worker; with pytest 9.2 that grouping silently stops
+    (pytest-dev/pytest-xdist#1386), which this catches."""
+    import tomllib
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]
+    addopts = options["ini_options"]["addopts"]
+    assert "--dist" in addopts
+    assert addopts[addopts.index("--dist") + 1] == "loadgroup"
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\n"
+        + "".join(
+            f"@pytest.mark.xdist_group('one')\ndef test_{n}():\n"
+            f"    open('{tmp_path}/{n}.worker', 'w').write(os.environ['PYTEST_XDIST_WORKER'])\n"
+            for n in range(6)
+        )
+        + "".join(f"def test_free_{n}():\n    pass\n" for n in range(6)),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "test_grouped.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = {(tmp_path / f"{n}.worker").read_text(encoding="utf-8") for n in range(6)}
+    assert len(workers) == 1, workers

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,51 +18,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tests.wheelkit import build_wheel, copy_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("kit-wheel")]
 
 
-def _copy_sources(target: Path) -> Path:
-    shutil.copytree(
-        ROOT,
-        target,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
-        ),
-        symlinks=True,
-    )
-    return target
-
-
-def _build(source: Path, out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            *[str(source)],
-        ],
-        check=True,
-        capture_output=True,
-    )
-    [built] = out.glob("relavium_conformance-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Build from a copy of the sources, so nothing is left beside the checkout.
-    source = _copy_sources(tmp_path_factory.mktemp("source") / "relavium-conformance")
-    return _build(source, tmp_path_factory.mktemp("dist"))
+@pytest.fixture
+def wheel(kit_wheel: Path) -> Path:
+    return kit_wheel
 
 
 def test_wheel_carries_the_json_corpus_the_licence_and_the_example_adapter(wheel: Path) -> None:
@@ -89,13 +53,13 @@ def test_wheel_carries_the_json_corpus_the_licence_and_the_example_adapter(wheel
 
 
 def test_a_stale_build_folder_cannot_ship_a_deleted_fixture(tmp_path: Path) -> None:
-    source = _copy_sources(tmp_path / "checkout")
-    first = _build(source, tmp_path / "one")
+    source = copy_sources(tmp_path / "checkout")
+    first = build_wheel(source, tmp_path / "one")
     gone = "relavium_conformance/fixtures/provider-scripts/three-turns.yaml"
     assert gone in zipfile.ZipFile(first).namelist()
     assert (source / "build").is_dir()  # the first build left its build/ folder, as setuptools does
     (source / "fixtures" / "provider-scripts" / "three-turns.yaml").unlink()
-    second = _build(source, tmp_path / "two")
+    second = build_wheel(source, tmp_path / "two")
     archive = zipfile.ZipFile(second)
     assert gone not in archive.namelist()
     corpus = json.loads(archive.read("relavium_conformance/fixtures/corpus.json"))

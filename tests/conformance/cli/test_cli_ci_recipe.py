@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -33,38 +32,8 @@ def _workflow() -> dict[str, Any]:
     return document
 
 
-def _wheel(tmp: Path) -> Path:
-    source = tmp / "kit-source"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
-        ),
-        symlinks=True,
-    )
-    out = tmp / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    [built] = out.glob("relavium_conformance-*.whl")
-    return built
-
-
-def test_the_ci_recipe_installs_and_runs_as_written(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("kit-wheel")
+def test_the_ci_recipe_installs_and_runs_as_written(tmp_path: Path, kit_wheel: Path) -> None:
     workflow = _workflow()
     steps = {step.get("name"): step for step in workflow["jobs"]["conformance"]["steps"]}
     install, run = steps["Install the kit"]["run"], steps["Run the conformance kit"]["run"]
@@ -75,7 +44,7 @@ def test_the_ci_recipe_installs_and_runs_as_written(tmp_path: Path) -> None:
     repository = tmp_path / "port"
     example = Path(workflow["env"]["RELAVIUM_CONFORMANCE"])
     (repository / example.parent).mkdir(parents=True)
-    wheel = _wheel(tmp_path)
+    wheel = kit_wheel
     shutil.copy(wheel, repository / example.parent / wheel.name)
     fresh = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(fresh)
