@@ -51,6 +51,7 @@ __all__ = [
 
 COMPACTION_AREA_CLAUSES = (
     "AS-COMP-002",  # the triggers measure the real next request
+    "AS-COMP-003",  # against the first attemptable entry's window, with the shared output reservation
     "AS-COMP-007",  # strict comparisons with threshold x window and the window less the reservation
     "AS-COMP-013",  # afterTurnCompaction false turns off after-turn work only
 )

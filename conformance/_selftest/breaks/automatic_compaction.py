@@ -471,3 +471,26 @@ class _PresendDefaultReservationIgnored(AgentSession):
         if measured is None or not _presend_default(self, pending_user):
             return measured
         return replace(measured, reservation=0)
+
+
+# A break only the generated ``compaction`` area finds (``generated.BOUNDARY_BREAKS``, ``docs/proofs.md``)
+
+
+@break_of(
+    name="after-turn-reservation-ignores-estimate",
+    summary=(
+        "after the turn (no request yet, so no maxTokens) the trigger reserves the 4096 default, ignoring "
+        "SessionDeps.maxTokensEstimate; the pre-send trigger keeps it"
+    ),
+    clauses=("AS-COMP-007", "AS-COMP-003"),
+)
+class _AfterTurnReservationIgnoresEstimate(AgentSession):
+    """The after-turn measurement takes its reservation from the agent's ``max_tokens`` or 4096 alone."""
+
+    def _automatic_measurement(
+        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = super()._automatic_measurement(pending_user, progress, policy)
+        if measured is None or pending_user is not None:
+            return measured
+        return replace(measured, reservation=output_reservation(self._agent.max_tokens, None))

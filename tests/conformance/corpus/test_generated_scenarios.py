@@ -172,7 +172,7 @@ def test_history_cases_meet_the_reference_at_trim_bounds(
     assert status is CaseStatus.PASSED, why
 
 
-ALL_AREAS = ["lifecycle", "history", "chain", "presend", "overflow", "dialects", "usage"]
+ALL_AREAS = ["lifecycle", "history", "chain", "presend", "overflow", "dialects", "usage", "compaction"]
 
 
 @pytest.mark.parametrize("area", ALL_AREAS)
