@@ -375,7 +375,8 @@ class CaseExpect(KitStrict):
     costs: tuple[dict[str, Any], ...] | None = None
     record: dict[str, Any] | None = None
     exports: tuple[dict[str, Any], ...] | None = None
-    admissions: tuple[dict[str, Any], ...] | None = None
+    admissions: tuple[dict[str, Any], ...] | dict[str, Any] | None = None  # the exact list, or one
+    # operator on it ({$one_of: [[...], [...]]}: where a case allows one of two runs)
     usage: tuple[dict[str, Any], ...] | None = None
     sessions: dict[SessionName, CaseExpect] | None = None  # per other session: its own expectations
     kit_defined: dict[str, tuple[Annotated[str, Field(pattern=KD_PATTERN)], ...]] = Field(

@@ -118,7 +118,8 @@ def _unmet(expect: CaseExpect, observed: Observation) -> Iterator[tuple[str, lis
         elif name == "record":
             yield name, match(wanted, observed.record, name)
         else:
-            found = match(list(wanted), getattr(observed, name), name)
+            whole = list(wanted) if isinstance(wanted, tuple) else wanted  # a list, or one operator on it
+            found = match(whole, getattr(observed, name), name)
             # what reached the governor and the writer is observed in the kit's own shapes
             yield name, resting_on(found, _OWN_SHAPES[name]) if name in _OWN_SHAPES else found
 

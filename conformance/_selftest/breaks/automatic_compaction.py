@@ -17,13 +17,21 @@ from relavium_reference._model.history_results import CompactionBudgetRefused, C
 from relavium_reference._model.invocation import ModelInfo
 from relavium_reference._model.tools import TurnPolicy
 from relavium_reference._model.vocabulary import ErrorCode, SessionStopReason
+from relavium_reference._rules.auto_compaction import LARGEST_SUMMARY_CHARS
 from relavium_reference._rules.compaction_measure import (
     DEFAULT_COMPACT_THRESHOLD,
     EntryWindow,
     Measurement,
     output_reservation,
 )
+from relavium_reference._rules.compaction_plan import kept_slot_count
 from relavium_reference._rules.lifecycle import SessionState
+from relavium_reference._rules.projection import (
+    HistoryMessage,
+    estimate_tokens,
+    project_request,
+    working_messages,
+)
 
 __all__: list[str] = []  # the breaks register themselves (see ``base.break_of``)
 
@@ -471,6 +479,42 @@ class _PresendDefaultReservationIgnored(AgentSession):
         if measured is None or not _presend_default(self, pending_user):
             return measured
         return replace(measured, reservation=0)
+
+
+@break_of(
+    name="irreducible-compared-inclusively",
+    summary=(
+        "pre-send compaction is skipped when the irreducible part of the request exactly fills the window "
+        "(>= instead of the strict >), although it fits"
+    ),
+    clauses=("AS-COMP-008",),
+)
+class _IrreducibleInclusive(AgentSession):
+    """The irreducible part is compared with ``>=``: one token added to it is the same thing."""
+
+    def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
+        return super()._irreducible(pending_user, policy) + 1
+
+
+@break_of(
+    name="irreducible-wrapper-without-its-tags",
+    summary=(
+        "the irreducible-fit check counts the largest summary as its 16,384 characters alone, leaving out "
+        "the wrapper text the summary travels in"
+    ),
+    clauses=("AS-COMP-008",),
+)
+class _IrreducibleWithoutTags(AgentSession):
+    """The largest summary wrapper is measured as the bare summary text: its own text is not counted."""
+
+    def _irreducible(self, pending_user: str, policy: TurnPolicy) -> int:
+        exchanges = self._exchanges
+        kept = exchanges[len(exchanges) - kept_slot_count(exchanges) :]
+        history = [HistoryMessage("user", "x" * LARGEST_SUMMARY_CHARS), *working_messages(kept)]
+        tools = self._auto._tool_definitions(policy)
+        system = self._agent.system_prompt
+        request = project_request(system=system, history=history, pending_user=pending_user, tools=tools)
+        return estimate_tokens(request)
 
 
 # A break only the generated ``compaction`` area finds (``generated.BOUNDARY_BREAKS``, ``docs/proofs.md``)
