@@ -24,7 +24,16 @@ DEPTHS = {"quick": 25, "default": 100, "thorough": 500}
 """``--depth``: examples per preset (the agent-session fuzzer's own ``PROFILES`` agree)."""
 STORE_AREAS = ("lifecycle", "ownership", "forks", "placement", "runs", "incarnation")
 """``--area`` for the session-store profile (``_store/generation.py``'s ``AREAS``)."""
-AGENT_SESSION_AREAS = ("lifecycle", "history", "chain", "presend", "overflow", "dialects", "usage")
+AGENT_SESSION_AREAS = (
+    "lifecycle",
+    "history",
+    "chain",
+    "presend",
+    "overflow",
+    "dialects",
+    "usage",
+    "compaction",
+)
 """``--area`` for the agent-session profile (``_corpus/generated``'s ``AREAS``, held equal by a test)."""
 
 

@@ -9,8 +9,9 @@ golden transcript.
 
 Areas (``fuzz --area``): see :data:`AREAS`.  Needs Hypothesis (the kit's ``strategies`` extra).
 
-Lives here: one module per area (``chain.py``, ``history.py``, ``lifecycle.py``, ``overflow.py``,
-``presend.py``) and, in this module, what they share (the case writer, the common strategies).
+Lives here: one module per area (``chain.py``, ``compaction.py``, ``history.py``, ``lifecycle.py``,
+``overflow.py``, ``presend.py``, ``usage.py``) and, in this module, what they share (the case writer, the
+common strategies).
 
 Must not live here: running or judging a generated case (the ordinary ``_run/`` and ``_judge/`` do), the
 store profile's generated programs (``_store/generation.py``), and any engine import: the model here is
@@ -75,7 +76,11 @@ compaction trigger at its threshold and reservation bounds, the estimate, nothin
 context overflow with and without its one recovery: permission, authority, nothing to fold, a failed pass,
 a final retry), ``dialects`` (the chain model's cases over loopback HTTP, each provider of the walk one of
 the vendor dialects: capability ``wire``), ``usage`` (the usage writer's money in each commit and cost
-record, priced or not, and a failed write that latches)."""
+record, priced or not, and a failed write that latches), ``compaction`` (the after-turn trigger at its
+threshold and reservation bounds, set or at their defaults, ``afterTurnCompaction`` unset, true or false;
+a pass that succeeds, fails into the ``maxMessages`` trim or keeps the history, or is refused at its first
+admission; pre-send passes within every known window less 4096, four at most, no soft bound, a failing or
+refused pass anywhere in the walk; an irreducible history skipped)."""
 
 
 def generated_cases(area: str | None = None) -> st.SearchStrategy[Case]:
