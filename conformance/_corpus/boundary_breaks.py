@@ -15,6 +15,7 @@ BOUNDARY_BREAKS: dict[str, str] = {
     "budget-refusal-after-failover-frees-the-slot": "chain",
     "failed-recovery-latches": "overflow",
     "after-turn-reservation-ignores-estimate": "compaction",
+    "fallback-trim-keeps-the-new-reply": "compaction",
 }
 """Break name -> the area whose generated cases find it (within :data:`PROOF_EXAMPLES` examples at
 :data:`PROOF_SEED`): the selftest runs those cases for it when every hand-written case passes."""

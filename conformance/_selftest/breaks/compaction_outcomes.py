@@ -327,3 +327,27 @@ class _FallbackTrimWithoutBound(AgentSession):
             await super()._after_turn(progress, policy)
         finally:
             self._deps = deps
+
+
+# A break only the generated ``compaction`` area finds (``generated.BOUNDARY_BREAKS``, ``docs/proofs.md``)
+
+
+@break_of(
+    name="fallback-trim-keeps-the-new-reply",
+    summary=(
+        "a failed after-turn compaction's fallback trim never drops the exchange just completed: a "
+        "maxMessages below one exchange's two messages is raised to two"
+    ),
+    clauses=("AS-COMP-045",),
+)
+class _FallbackTrimKeepsTheNewReply(AgentSession):
+    """The fallback trim's bound is at least one whole exchange (two messages)."""
+
+    async def _after_turn(self, progress: TurnProgress, policy: TurnPolicy) -> None:
+        deps = self._deps
+        if deps.max_messages is not None and deps.max_messages < 2:
+            self._deps = replace(deps, max_messages=2)
+        try:
+            await super()._after_turn(progress, policy)
+        finally:
+            self._deps = deps

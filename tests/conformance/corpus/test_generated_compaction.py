@@ -144,6 +144,21 @@ def test_the_area_finds_the_break_the_corpus_misses() -> None:
     assert outcome.failure is not None
 
 
+def test_the_area_finds_a_fallback_trim_that_keeps_the_new_reply() -> None:
+    """maxMessages 1 is below one exchange: the fallback trim keeps nothing (KD-TRIM-1), so a trim
+    raised to keep the exchange just completed fails; the hand-written cases all trim to 2."""
+    from relavium_conformance._corpus.boundary_breaks import BOUNDARY_BREAKS, PROOF_EXAMPLES, PROOF_SEED
+
+    name = "fallback-trim-keeps-the-new-reply"
+    assert BOUNDARY_BREAKS[name] == "compaction"
+    case = build_after_turn_case(1, "threshold", 0.125, None, 1, outcome="fail", max_messages=1)
+    assert _status(case)[0] is CaseStatus.PASSED
+    assert _status(case, name)[0] is CaseStatus.FAILED
+    adapter = InProcessAdapter(name, broken_by_name(name).factory())
+    outcome = fuzz(adapter, examples=PROOF_EXAMPLES, seed=PROOF_SEED, area="compaction", shrink=False)
+    assert outcome.failure is not None
+
+
 def test_a_fixed_seed_gives_the_same_cases_and_verdicts() -> None:
     def one_run() -> list[tuple[str, str]]:
         adapter = InProcessAdapter(BREAK, broken_by_name(BREAK).factory())
