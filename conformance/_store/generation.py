@@ -33,7 +33,7 @@ from ruamel.yaml import YAML
 from relavium_conformance._errors import AdapterError, KitUsageError
 from relavium_conformance._store.execute import AdapterFactory, CaseFailure, ConnectionPool, StoreWorld
 from relavium_conformance._store.history_run import contract_of, judge_program, play_program
-from relavium_conformance._store.protocol import StoreDeclaration
+from relavium_conformance._store.protocol import StoreDeclaration, declaration_of
 
 __all__ = [
     "AREAS",
@@ -42,14 +42,17 @@ __all__ = [
     "SELFTEST_SEED",
     "GeneratedCatch",
     "StoreFuzzOutcome",
+    "StoreProgramResult",
     "case_yaml_for",
     "catch_by_generation",
+    "check_store_program",
     "fuzz_store",
     "needs_of",
     "program_case",
     "program_sequence",
     "programs",
     "run_program",
+    "store_programs",
 ]
 
 DEFAULT_EXAMPLES = 100
@@ -116,7 +119,6 @@ CLAUSES: dict[str, tuple[str, ...]] = {
 _IDS = ("s1", "s1", "s2")
 """Ordinary ids, ``s1`` drawn twice as often: most operations meet on one session."""
 _PLACED_ID = "p1"
-_FORKS = ("$f1", "$f2")
 
 
 def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
@@ -132,8 +134,43 @@ def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
     return out
 
 
-def _op(kind: str, via: str, data: st.DataObject, ids: Sequence[str]) -> dict[str, Any]:
-    sid = data.draw(st.sampled_from([i for i in ids if kind != "fork" or i != _PLACED_ID]))
+@dataclass
+class _Ids:
+    """Which session an operation names.  A program that follows (a swarm choice) mostly names the
+    session its earlier rounds touched last: a fork takes the newest session as its source (one acquired,
+    registered or written before it), and what comes after a fork mostly names the fork, so that a
+    register before a fork, a write to a fork or a fork of a fork are drawn often."""
+
+    ids: list[str]
+    follow: bool
+    recent: list[str] = field(default_factory=list)
+    """The ids earlier rounds named, the newest last (a fork as ``"$fN"``, the name it answers under:
+    only a fork of an earlier round is named, one of the same round has not answered yet)."""
+    forks: int = 0
+
+    def pick(self, kind: str, data: st.DataObject) -> str:
+        made = [f"$f{n}" for n in range(max(1, self.forks - 1), self.forks + 1)]  # the newest two forks
+        usable = [i for i in [*self.ids, *made] if kind != "fork" or i != _PLACED_ID] or [_IDS[0]]
+        newest = [i for i in self.recent if kind != "fork" or i != _PLACED_ID][-1:]
+        if self.follow and newest and data.draw(st.sampled_from([False, True, True])):
+            return newest[0]
+        return data.draw(st.sampled_from(usable))
+
+    def after(self, ops: Sequence[dict[str, Any]]) -> None:
+        """Note a round's operations (forks are named in program order, as :func:`_number` names them)."""
+        for op in ops:
+            if op["op"] == "fork":
+                self.forks += 1
+                named = f"$f{self.forks}"
+            else:
+                named = op["params"].get("sessionId")
+                if not isinstance(named, str):
+                    continue
+            self.recent = [*(i for i in self.recent if i != named), named]
+
+
+def _op(kind: str, via: str, data: st.DataObject, ids: _Ids) -> dict[str, Any]:
+    sid = ids.pick(kind, data)
     params: dict[str, Any]
     if kind == "acquire":
         params = {"sessionId": sid}
@@ -232,27 +269,39 @@ def programs(
         pool = [*dict.fromkeys(_IDS), *([_PLACED_ID] if "place" in swarm else [])]
         # and on ids: a program's operations meet on the few sessions it draws
         ids = [sid for sid in pool if draw(st.booleans())] or pool[-1:]
-        ids += [*(_FORKS if "fork" in swarm else [])]
+        # and on order: a program that follows names what its earlier rounds touched (``_Ids``)
+        chooser = _Ids(ids, follow=draw(st.booleans()))
         rounds: list[dict[str, Any]] = []
+        if draw(st.booleans()):  # an opening: the program's sessions exist before anything else is sent
+            opening = [
+                {"op": "acquire", "via": "a", "params": {"sessionId": sid}}
+                for sid in ids
+                if sid != _PLACED_ID
+            ]
+            rounds.append({"ops": opening})
+            chooser.after(opening)
         for _ in range(draw(st.integers(3, 12))):
             what = draw(st.sampled_from(["ops", "ops", "ops", "ops", "race", "race", "restart", "crash"]))
             if what == "restart":
                 rounds.append({"restart": True})
                 continue
             if what == "race" and count > 1:  # one operation from every connection at once
-                rounds.append(
-                    {"ops": _one_writer(_race(_op(draw(st.sampled_from(swarm)), "a", data, ids), names))}
-                )
+                raced = _one_writer(_race(_op(draw(st.sampled_from(swarm)), "a", data, chooser), names))
+                rounds.append({"ops": raced})
+                chooser.after(raced)
                 continue
             crash = draw(st.sampled_from(names)) if what == "crash" else None
             if crash is not None and not (processes and draw(st.booleans())):
                 rounds.append({"crash": crash})
                 continue
-            ops = [
-                _op(draw(st.sampled_from(swarm)), draw(st.sampled_from(names)), data, ids)
-                for _ in range(draw(st.integers(1, 4)))
-            ]
-            rounds.append({"ops": _one_writer(ops), **({"crash": crash} if crash else {})})
+            ops = _one_writer(
+                [
+                    _op(draw(st.sampled_from(swarm)), draw(st.sampled_from(names)), data, chooser)
+                    for _ in range(draw(st.integers(1, 4)))
+                ]
+            )
+            rounds.append({"ops": ops, **({"crash": crash} if crash else {})})
+            chooser.after(ops)
         return {
             "kind": "history",
             "connections": count,
@@ -473,3 +522,60 @@ def catch_by_generation(
     text = program_case(outcome.failure, declaration, "selftest", "a generated program the break fails")
     case = StoreCase.model_validate(YAML(typ="safe", pure=True).load(text))
     return GeneratedCatch(case=case, examples=outcome.examples, message=outcome.message)
+
+
+@dataclass(frozen=True)
+class StoreProgramResult:
+    """One generated program played against a store (:func:`check_store_program`)."""
+
+    passed: bool
+    """Whether one order of the recorded operations, consistent with real time, explains every answer."""
+    message: str
+    """Why no order explains the history (empty when it passed)."""
+    history: tuple[str, ...]
+    """The recorded operations, one line each, in the order they were sent."""
+    case_yaml: str
+    """The program as a store case that ``run --profile session-store --cases DIR`` replays (its first
+    line, a comment, says why it failed)."""
+
+
+def _declared(capabilities: Sequence[str]) -> StoreDeclaration:
+    if isinstance(capabilities, str):
+        raise KitUsageError("capabilities: a sequence of capability words, not one string")
+    declaration = declaration_of(tuple(capabilities))
+    if not declaration.profile:
+        raise KitUsageError("capabilities: a store declares 'session-store' (and its store:... words)")
+    return declaration
+
+
+def store_programs(
+    capabilities: Sequence[str], *, area: str | None = None
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Programs for the store whose ``hello`` declares ``capabilities``, as ``fuzz --profile
+    session-store`` generates them; ``area`` narrows to one of :data:`AREAS`."""
+    if area is not None and area not in AREAS:
+        raise KitUsageError(f"area {area!r}: the store areas are {', '.join(AREAS)}")
+    return programs(_declared(capabilities), area=area)
+
+
+def check_store_program(
+    factory: AdapterFactory,
+    capabilities: Sequence[str],
+    program: Mapping[str, Any],
+    *,
+    timeout: float = 15.0,
+) -> StoreProgramResult:
+    """Play ``program`` on fresh storage over connections ``factory`` opens, and judge its history.
+    Synchronous (it runs its own event loop): from async code call it in a thread."""
+    declaration = _declared(capabilities)
+    with asyncio.Runner() as runner:
+        why, history = runner.run(run_program(factory, None, declaration, program, timeout))
+    rounds = len(program.get("rounds", ()))
+    why = " ".join(why.split())  # one comment line
+    text = program_case(
+        program,
+        declaration,
+        "generated by relavium_conformance.strategies.store_programs" + (f"; failed: {why}" if why else ""),
+        f"a generated program ({rounds} rounds), judged as a history of concurrent operations",
+    )
+    return StoreProgramResult(passed=not why, message=why, history=tuple(history), case_yaml=text)

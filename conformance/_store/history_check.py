@@ -60,6 +60,8 @@ class Contract:
     placements: Literal["durable", "process-local"] | None
     shared: bool
     """Every connection opens one storage (a durable store's location): ``list`` shows every session."""
+    forgets: bool = True
+    """The store declares ``forget``: the ``read`` and ``write`` composites forget the cached view first."""
 
 
 @dataclass(frozen=True)
@@ -256,14 +258,35 @@ def _same(state: State, call: Call, rules: Contract) -> Step:
     return [state], ""
 
 
+def _forgotten(states: list[State], sid: str, rules: Contract) -> list[State]:
+    """``states``, and each with the session's recorded run gone: on a store whose list is its cache
+    (process-local) the run lives in the cached view, and a forget of the view may take it along."""
+    out = list(states)
+    if rules.durable:
+        return out
+    for state in states:
+        session = state.session(sid)
+        if session is not None and session.run is not None:
+            out.append(state.with_session(sid, replace(session, run=None)))
+    return out
+
+
 def _forget(state: State, call: Call, rules: Contract) -> Step:
-    """forget keeps history; on a store whose list is its cache (process-local) the recorded run lives
-    in the cached view and may go with it."""
+    """forget keeps history (and may take a process-local store's recorded run, :func:`_forgotten`)."""
     kept, why = _same(state, call, rules)
-    session = state.session(str(call.params.get("sessionId")))
-    if kept and not rules.durable and session is not None and session.run is not None:
-        kept.append(state.with_session(str(call.params["sessionId"]), replace(session, run=None)))
-    return kept, why
+    return _forgotten(kept, str(call.params.get("sessionId")), rules), why
+
+
+def _composite(judge: Callable[[State, Call, Contract], Step]) -> Callable[[State, Call, Contract], Step]:
+    """``read`` and ``write`` forget the view first where the store declares ``forget``."""
+
+    def step(state: State, call: Call, rules: Contract) -> Step:
+        states, why = judge(state, call, rules)
+        if not rules.forgets:
+            return states, why
+        return _forgotten(states, str(call.params["sessionId"]), rules), why
+
+    return step
 
 
 def _note_task_run(state: State, call: Call, rules: Contract) -> Step:
@@ -421,8 +444,8 @@ MODEL: dict[str, Callable[[State, Call, Contract], Step]] = {
     "list": _list,
     "listPlaced": _list_placed,
     "incarnationOf": _incarnation_of,
-    "read": _read,
-    "write": _write,
+    "read": _composite(_read),
+    "write": _composite(_write),
     "restart": _restart,
     "crash": _restart,
 }

@@ -54,7 +54,9 @@ COMPOSITES = ("read", "write")
 def contract_of(world: StoreWorld) -> Contract:
     declared = world.declaration
     durable = declared.durability == "durable"
-    return Contract(durable=durable, placements=declared.placements, shared=durable)
+    return Contract(
+        durable=durable, placements=declared.placements, shared=durable, forgets="forget" in declared.faces
+    )
 
 
 class _Recorder:
