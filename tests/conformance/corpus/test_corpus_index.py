@@ -307,7 +307,9 @@ def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("cli-cache")
     suite = os.environ.get("RELAVIUM_CONFORMANCE_YAML_CACHE", "")
     if suite not in ("", "0", "1") and Path(suite, "yaml").is_dir():
-        shutil.copytree(Path(suite, "yaml"), folder / "yaml")
+        # the xdist workers share the suite's folder: another may be writing an entry (a .tmp file renamed
+        # into place), so only finished entries are copied, and none is ever removed while the suite runs
+        shutil.copytree(Path(suite, "yaml"), folder / "yaml", ignore=shutil.ignore_patterns("*.tmp"))
     return folder
 
 
