@@ -32,6 +32,26 @@ def _expected() -> tuple[CaseEntry, ...]:
     return tuple(entry_of(case) for case in load_cases())
 
 
+@pytest.fixture(scope="module")
+def parsed_corpus() -> Path | None:
+    """The suite's YAML parse cache folder, holding every fixture's parse (``None`` with the cache off).
+    Each entry is named by the SHA-256 of the text it parses, so it answers only for that very text."""
+    suite = os.environ.get("RELAVIUM_CONFORMANCE_YAML_CACHE", "")
+    if suite in ("", "0", "1"):
+        return None
+    discovery_module.read_corpus()  # fills it (about 0.1 s when the suite has already)
+    return Path(suite, "yaml")
+
+
+def _warmed(folder: Path, parsed: Path | None) -> Path:
+    """``folder`` with the suite's parses copied in: a full load there is the index's business, not the
+    parser's.  (The xdist workers share the suite's folder: another may be writing an entry, a .tmp
+    file renamed into place, so only finished entries are copied.)"""
+    if parsed is not None and parsed.is_dir():
+        shutil.copytree(parsed, folder / "yaml", ignore=shutil.ignore_patterns("*.tmp"))
+    return folder
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
@@ -198,8 +218,12 @@ def test_a_loader_reading_outside_the_keyed_fixtures_neither_uses_nor_keeps_an_i
 
 
 @pytest.fixture
-def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the kit's fixtures (snapshots left out) that the kit reads instead of its own."""
+def fixtures_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path, parsed_corpus: Path | None
+) -> Path:
+    """A copy of the kit's fixtures (snapshots left out) that the kit reads instead of its own; the test's
+    cache folder is warmed (every full load of the copy would otherwise parse all of it afresh)."""
+    _warmed(cache, parsed_corpus)
     copy = tmp_path / "fixtures"
     shutil.copytree(_data.fixtures_dir(), copy, ignore=shutil.ignore_patterns("*.snapshot.json"))
     real = _data.data_root
@@ -302,15 +326,9 @@ def test_a_corpus_that_changes_while_it_loads_is_not_kept(
 
 
 @pytest.fixture(scope="module")
-def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cli_cache(tmp_path_factory: pytest.TempPathFactory, parsed_corpus: Path | None) -> Path:
     """A cache folder for the command line, its YAML parse cache warmed from the suite's when it has one."""
-    folder = tmp_path_factory.mktemp("cli-cache")
-    suite = os.environ.get("RELAVIUM_CONFORMANCE_YAML_CACHE", "")
-    if suite not in ("", "0", "1") and Path(suite, "yaml").is_dir():
-        # the xdist workers share the suite's folder: another may be writing an entry (a .tmp file renamed
-        # into place), so only finished entries are copied, and none is ever removed while the suite runs
-        shutil.copytree(Path(suite, "yaml"), folder / "yaml", ignore=shutil.ignore_patterns("*.tmp"))
-    return folder
+    return _warmed(tmp_path_factory.mktemp("cli-cache"), parsed_corpus)
 
 
 def _without_signature(path: Path) -> dict[str, object]:
