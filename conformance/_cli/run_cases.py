@@ -146,10 +146,10 @@ def _judged(
     if args.with_proofs and not run.interrupted:
         from relavium_conformance._selftest.proofs import run_selftest  # only --with-proofs needs it
 
-        judged = {clause.id for clause in run.clauses}  # only breaks citing these can prove them
+        judged = {clause.id for clause in run.clauses if clause.cases}  # the clauses this run's cases judge
         selftest = run_selftest(include_misbehaviours=False, include_alternatives=False, clauses=judged)
         proofs = asyncio.run(selftest).proofs()
-        run = run.with_proofs(proofs)
+        run = run.with_proofs({clause: names for clause, names in proofs.items() if clause in judged})
     if baseline is not None and not run.interrupted:
         run = run.with_baseline(
             compare(run, baseline, file=str(args.baseline), all_case_ids=[c.id for c in all_cases])

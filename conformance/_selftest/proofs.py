@@ -344,8 +344,15 @@ async def run_selftest(
     wanted = None if clauses is None else frozenset(clauses)
     breaks = [b for b in BROKEN_IMPLEMENTATIONS if wanted is None or wanted & set(b.clauses)]
     with_store = wanted is None or any(clause.startswith("SS-") for clause in wanted)
+    # the reference is compared only on the cases a break runs (its citing cases) unless an alternative,
+    # judged on every case, needs all of them
+    judged = (
+        cases
+        if wanted is None or include_alternatives
+        else _citing(cases, [c for b in breaks for c in b.clauses])
+    )
     work: list[_Work] = [
-        ("reference", None),
+        ("reference", judged),
         *(("broken", broken) for broken in breaks),
         *(("alternative", alt) for alt in (COMPLIANT_ALTERNATIVES if include_alternatives else ())),
         *((("store", None),) if with_store else ()),
@@ -394,8 +401,8 @@ async def _do(item: _Work, cases: Sequence[AnyCase], timeout: float, *, stdio: b
     from relavium_conformance._selftest.stores.proofs import run_store_selftest
 
     kind, what = item
-    if kind == "reference":
-        return await _statuses(InProcessAdapter("reference", ReferenceImplementation), cases, timeout)
+    if kind == "reference":  # on the cases given with the item
+        return await _statuses(InProcessAdapter("reference", ReferenceImplementation), what, timeout)
     if kind == "broken":
         return await _run_broken(what, cases, timeout, stdio=stdio, every_case=every_case)
     if kind == "alternative":

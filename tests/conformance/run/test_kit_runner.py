@@ -152,5 +152,7 @@ def test_with_proofs_records_which_broken_implementation_proves_each_clause(tmp_
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     proven = {c["id"]: c["proven_by"] for c in document["clauses"] if c["proven_by"]}
+    judged = {c["id"] for c in document["clauses"] if c["cases"]}
+    assert proven.keys() <= judged  # filled for the clauses the selection's cases judge, none other
     assert "persists-aborted-turn" in proven["AS-MSG-021"]
     assert "ignores-the-latch" in proven["AS-MSG-015"]
