@@ -5,7 +5,10 @@
 to three connections (one for a store whose storage lives in its instance), with restarts and crashes
 between rounds, and, where every connection is a process of its own, a SIGKILL while a round is in
 flight.  Ids come from small pools, so operations collide: two ordinary ids, one id meant for a
-placement (claim-form acquires of it are generated too), and the ids forks answered.
+placement (claim-form acquires of it are generated too), and the ids the forks of earlier rounds
+answered.  Swarm choices per program: about half the kinds of operation, a subset of the ids, an opening
+round that acquires them, and whether operations follow each other (``_Ids``: a fork of the session just
+touched, then operations on the fork), so that rules meeting on one session are drawn often.
 
 :func:`fuzz_store` runs up to ``examples`` programs against an implementation (a fixed seed
 gives the same programs), judges each history (``_store/history_check.py``), and
@@ -61,7 +64,7 @@ BATCH = 25
 
 AREAS: dict[str, tuple[str, ...]] = {
     "lifecycle": ("acquire", "release", "touch", "forget", "pin", "unpin", "read", "write", "register"),
-    "ownership": ("acquire", "register", "ownerOf", "fork", "release"),
+    "ownership": ("acquire", "register", "ownerOf", "fork", "release", "forget"),
     "forks": ("acquire", "fork", "read", "write", "ownerOf", "register", "incarnationOf"),
     "placement": ("acquire", "place", "listPlaced", "list", "release", "ownerOf"),
     "runs": ("acquire", "noteTaskRun", "list", "release", "fork"),
