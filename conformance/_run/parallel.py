@@ -19,6 +19,7 @@ running-loop mark it may have inherited before it starts its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import signal
 import time
@@ -65,6 +66,39 @@ def shards(count: int, jobs: int) -> list[range]:
 
 def _child_start() -> None:
     asyncio.events._set_running_loop(None)  # a fork taken inside a running loop must not look inside one
+    if _FORKED.get("stoppable"):
+        signal.signal(signal.SIGTERM, _on_stop)
+
+
+class _Stop:
+    """A ``-j`` worker's stop request: the running shard's loop and task, and whether SIGTERM came."""
+
+    requested = False
+    loop: asyncio.AbstractEventLoop | None = None
+    task: asyncio.Task[Any] | None = None
+
+
+def _on_stop(_signum: int, _frame: object) -> None:
+    """A ``-j`` worker's SIGTERM, for its whole life: it stops the shard running (whose finished cases go
+    back) or, between shards, the next one before it starts.  It never ends the process: a worker waiting
+    for work holds the pool's queue lock, and one that died there would leave the others waiting on that
+    lock for ever (the run then hung on its own shutdown)."""
+    _Stop.requested = True
+    loop, task = _Stop.loop, _Stop.task
+    if loop is not None and task is not None:
+        with contextlib.suppress(RuntimeError):  # (a loop that has just closed)
+            loop.call_soon_threadsafe(task.cancel)
+
+
+async def _stoppable(work: Awaitable[T]) -> T:
+    """``await work`` in a ``-j`` worker, cancelled by :func:`_on_stop` (at once if a stop came first)."""
+    _Stop.loop, _Stop.task = asyncio.get_running_loop(), asyncio.current_task()
+    try:
+        if _Stop.requested and _Stop.task is not None:
+            _Stop.task.cancel()
+        return await work
+    finally:
+        _Stop.loop = _Stop.task = None
 
 
 def _call(index: int) -> Any:
@@ -72,14 +106,17 @@ def _call(index: int) -> Any:
     return function(_FORKED["items"][index])
 
 
-def map_in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
+def map_in_processes(
+    function: Callable[[T], R], items: Sequence[T], jobs: int, *, stoppable: bool = False
+) -> list[R]:
     """``[function(item) for item in items]`` on up to ``jobs`` forked processes, in order.
 
     ``function`` and ``items`` reach the workers by the fork itself (no pickling); only the results
-    travel back, so they must pickle. One job, one item or no fork: run here, in order."""
+    travel back, so they must pickle. One job, one item or no fork: run here, in order.  ``stoppable``:
+    each worker takes SIGTERM as a stop request for the work it runs under :func:`_stoppable`."""
     if jobs <= 1 or len(items) <= 1 or not fork_available():
         return [function(item) for item in items]
-    _FORKED.update(function=function, items=items)
+    _FORKED.update(function=function, items=items, stoppable=stoppable)
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(min(jobs, len(items)), mp_context=context, initializer=_child_start) as pool:
@@ -137,8 +174,9 @@ def _run_shard(
     adapter = make_adapter()
     handles = [position + 1 for position in positions]
     work = run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles)
+    worker = multiprocessing.parent_process() is not None
     try:
-        outcome = run_sync(sigterm_cancels(work, []))
+        outcome = run_sync(_stoppable(work) if worker else sigterm_cancels(work, []))
     except RunInterrupted as stop:  # the parent's SIGTERM: the cases that finished go back
         outcome = stop.outcome
     return {
@@ -177,7 +215,7 @@ def run_cases_parallel(
     clock = time.perf_counter()
     parts = dealt(len(cases), jobs)
     work = [(make_adapter, tuple(cases[i] for i in part), part, timeout, snapshots) for part in parts]
-    answers = map_in_processes(_run_shard, work, jobs)
+    answers = map_in_processes(_run_shard, work, jobs, stoppable=True)
     placed: dict[int, CaseResult] = {}
     outcome = RunOutcome(run=None, hello=None)  # type: ignore[arg-type]
     for part, answer in zip(parts, answers, strict=True):

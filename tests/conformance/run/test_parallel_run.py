@@ -111,6 +111,57 @@ def test_map_in_processes_keeps_order_and_uses_other_processes() -> None:
     assert os.getpid() not in {pid for _, pid in answers}
 
 
+def _quick_or_held(item: tuple[str, str]) -> str:
+    """Item ``quick`` returns at once; item ``held`` waits, under the workers' stop handling, until a
+    SIGTERM stops it (its mark file says it is waiting)."""
+    from relavium_conformance._run.parallel import _stoppable
+    from relavium_conformance._run.runner import run_sync
+
+    kind, mark = item
+    if kind == "quick":
+        return "quick"
+
+    async def held() -> str:
+        Path(mark).write_text("waiting", encoding="utf-8")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "stopped"
+        return "never"
+
+    return run_sync(_stoppable(held()))
+
+
+def test_a_stop_sent_to_every_worker_while_one_is_idle_ends_the_map_with_every_result(tmp_path: Path) -> None:
+    """``run -j N`` forwards SIGTERM to every worker; one whose shard is over waits for work holding the
+    pool's queue lock.  Had it died there, the worker still running would stop, come back for work and
+    wait on that lock for ever, and the pool's shutdown with it (seen once in a full test run)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    mark = tmp_path / "held"
+    answers: list[Any] = []
+    items = [("quick", str(mark)), ("held", str(mark))]
+    mapping = threading.Thread(
+        target=lambda: answers.append(map_in_processes(_quick_or_held, items, 2, stoppable=True))
+    )
+    mapping.start()
+    deadline = time.monotonic() + 60  # a bound on a broken pool, not a verdict on speed
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert mark.exists(), "the held item never started"
+    time.sleep(0.3)  # the quick item's worker is back waiting for work (no verdict rests on this pause)
+    import multiprocessing
+
+    for worker in multiprocessing.active_children():
+        os.kill(worker.pid or 0, signal.SIGTERM)
+    mapping.join(timeout=60)
+    assert not mapping.is_alive(), "the map never ended"
+    assert answers == [["quick", "stopped"]]
+
+
 def test_selftest_jobs_give_the_verdicts_of_one_process() -> None:
     """``selftest -j N`` judges each broken implementation in a forked process: the same verdicts."""
     from relavium_conformance._reference.impl import ReferenceImplementation
