@@ -7,17 +7,16 @@ cases before it on its worker are over and the run cannot end before the signal.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tests.conformance.cli.interruptkit import ended, start, wait_for
 
 STALLING_PORT = """
 import asyncio, os
@@ -34,30 +33,6 @@ class Stalling(ReferenceImplementation):
 """
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def _wait_for(path: Path, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120  # a bound on a broken run, not a verdict
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the run never reached the stalled case"
-        time.sleep(0.05)
-
-
-def _ended(process: subprocess.Popen[str]) -> tuple[str, str]:
-    """The run's output once it has ended; a run still going after 120 s (a broken run, not a verdict on
-    speed) has every process of its session dump its stacks (faulthandler, SIGABRT) and killed, and the
-    test fails with what they printed: nothing is left running."""
-    try:
-        return process.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGABRT)
-        time.sleep(1)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        pytest.fail(f"the run did not end after the signal\n{out[-3000:]}\n{err[-12000:]}")
 
 
 @pytest.mark.parametrize(
@@ -81,17 +56,14 @@ def test_a_signal_stops_the_run_and_every_report_keeps_the_finished_cases(
         "STALL_MARK": str(mark),
     }
     reports = {"--json": tmp_path / "r.json", "--junit": tmp_path / "r.xml", "--markdown": tmp_path / "r.md"}
-    command = [sys.executable, "-X", "faulthandler", "-m", "relavium_conformance", "run", "-j", jobs]
-    command += ["--timeout", "300"]
+    command = [sys.executable, "-m", "relavium_conformance", "run", "-j", jobs, "--timeout", "300"]
     command += ["--adapter", "python:stalling_port:Stalling", "--select", "lifecycle/*"]
     for option, path in reports.items():
         command += [option, str(path)]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    _wait_for(mark, process)
+    process = start(command, env)
+    wait_for(mark, process)
     process.send_signal(signum)
-    out, err = _ended(process)
+    out, err = ended(process)
     assert process.returncode == code, (out, err)
     assert "Traceback" not in err
     assert f"exit {code}: {'INTERRUPTED' if code == 130 else 'TERMINATED'} ({name};" in out

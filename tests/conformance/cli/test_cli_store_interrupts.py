@@ -11,23 +11,15 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tests.conformance.cli.interruptkit import ended, start, wait_for
 
 PROGRAM = Path(__file__).resolve().parents[2] / "programs" / "misbehaving_store.py"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def _wait_for(path: Path, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120  # a bound on a broken run, not a verdict
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the run never reached the stalled case"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize(
@@ -44,10 +36,10 @@ def test_a_signal_stops_the_store_run_and_every_report_keeps_the_finished_cases(
     command += ["--adapter", f"stdio:{sys.executable} {PROGRAM} stall 3 {mark}"]
     for option, path in reports.items():
         command += [option, str(path)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(mark, process)
+    process = start(command)
+    wait_for(mark, process)
     process.send_signal(signum)
-    out, err = process.communicate(timeout=120)
+    out, err = ended(process)
     assert process.returncode == code, (out, err)
     assert "Traceback" not in err
     assert f"exit {code}: {'INTERRUPTED' if code == 130 else 'TERMINATED'} ({name};" in out
