@@ -54,6 +54,8 @@ class BuildPyWithCorpus(build_py):
         for package in OUR_PACKAGES:
             shutil.rmtree(Path(self.build_lib) / package, ignore_errors=True)
         super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install reads the checkout's YAML (and its parse cache): no copy to make
         data = _data_module()
         target = Path(self.build_lib) / "relavium_conformance" / "fixtures" / data.CORPUS_JSON
         target.parent.mkdir(parents=True, exist_ok=True)
