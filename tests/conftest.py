@@ -67,10 +67,33 @@ _SHARED_ENV = "RELAVIUM_CONFORMANCE_TEST_CACHE"  # the folder the controller mad
 _kit_cache_folder: str | None = None
 
 
+def _memory_backed_temp() -> None:
+    """The suite's temporary files on ``/dev/shm`` (tmpfs, when it is there, writable and roomy), for the
+    controller and so its workers and every subprocess: the stores' and the history's SQLite files
+    fsync on every commit, which on a virtual disk is a wait, not a test.  Only power loss tells tmpfs
+    from a disk, and no test cuts the power (a SIGKILL keeps the page cache either way).  A ``TMPDIR``
+    or ``PYTEST_DEBUG_TEMPROOT`` already set is the user's choice and wins."""
+    import os
+    import tempfile
+
+    if os.environ.get("PYTEST_XDIST_WORKER") or {"TMPDIR", "PYTEST_DEBUG_TEMPROOT"} & os.environ.keys():
+        return
+    shm = "/dev/shm"
+    try:
+        room = os.statvfs(shm)
+    except OSError:
+        return
+    if not os.access(shm, os.W_OK) or room.f_bavail * room.f_frsize < 2 << 30:
+        return
+    os.environ["TMPDIR"] = os.environ["PYTEST_DEBUG_TEMPROOT"] = shm
+    tempfile.tempdir = None  # (read again from TMPDIR)
+
+
 def pytest_configure(config: object) -> None:
     import os
     import tempfile
 
+    _memory_backed_temp()
     global _kit_cache_folder
     if os.environ.get(_KIT_CACHE_ENV) == "0":
         return
@@ -104,3 +127,15 @@ def kit_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     source = copy_sources(tmp_path_factory.mktemp("kit-source") / "relavium-conformance")
     return build_wheel(source, tmp_path_factory.mktemp("kit-dist"))
+
+
+# -- the long tests first: under -n, xdist hands out work in collection order, so a long test collected
+# last keeps one worker busy while the other has nothing left (a longest-first order, as a scheduler
+# would); the `slow` mark and the shared results' groups name them.  The order is stable otherwise.
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def long_first(item: pytest.Item) -> int:
+        return 0 if item.get_closest_marker("xdist_group") or item.get_closest_marker("slow") else 1
+
+    items.sort(key=long_first)

@@ -118,6 +118,7 @@ def test_strategies_without_hypothesis_says_which_extra_to_install() -> None:
     assert "pip install 'relavium-conformance[strategies]'" in out
 
 
+@pytest.mark.slow
 def test_fuzz_area_finds_a_boundary_break_the_corpus_misses_and_writes_a_replayable_case(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

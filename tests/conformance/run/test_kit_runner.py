@@ -141,6 +141,7 @@ def test_an_unknown_adapter_is_a_usage_error() -> None:
     assert _cli("run", "--adapter", "telepathy").returncode == 2
 
 
+@pytest.mark.slow
 def test_protocol_validation_checks_messages_both_ways() -> None:
     result = _cli("run", "--adapter", "reference-stdio", "--validate-protocol")  # every case, both ways
     assert result.returncode == 0, result.stdout + result.stderr

@@ -180,6 +180,7 @@ def test_selftest_jobs_give_the_verdicts_of_one_process() -> None:
     assert map_in_processes(judge, chosen, 2) == [judge(b) for b in chosen]
 
 
+@pytest.mark.slow
 def test_selftest_jobs_run_the_later_checks_each_in_a_process_with_the_same_verdicts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -128,6 +128,7 @@ def test_the_reference_stores_pass_generated_programs(kind: str) -> None:
     assert outcome.examples == 25
 
 
+@pytest.mark.slow
 def test_breaks_no_hand_written_case_catches_are_found_by_generation_at_a_fixed_seed() -> None:
     breaks = {b.name: b for b in BROKEN_STORES if b.name in GENERATION_ONLY}
     assert sorted(breaks) == sorted(GENERATION_ONLY)
@@ -158,6 +159,7 @@ FOUND_BY_FOLLOWING = ("fork-drops-ownership", "fork-shares-history")
 before a fork of the same id, a write to the fork): docs/proofs.md, "Generated store cases"."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FOUND_BY_FOLLOWING)
 def test_fork_breaks_are_found_by_generation_at_the_fixed_seed(name: str) -> None:
     [broken] = [b for b in BROKEN_STORES if b.name == name]

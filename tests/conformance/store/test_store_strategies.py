@@ -38,6 +38,7 @@ def test_my_store_meets_the_store_model(program: dict[str, Any]) -> None:
     assert result.passed, result.case_yaml
 
 
+@pytest.mark.slow
 def test_a_broken_store_fails_with_a_case_that_run_replays(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
