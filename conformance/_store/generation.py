@@ -133,6 +133,8 @@ def _available(declaration: StoreDeclaration, area: str | None) -> list[str]:
             continue
         if op in ("place", "listPlaced") and declaration.placements is None:
             continue
+        if op in ("read", "write") and declaration.rejects_require_existing:
+            continue  # (they reopen with requireExisting, which such a store refuses, as declared)
         out.append(op)
     return out
 

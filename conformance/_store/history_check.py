@@ -62,6 +62,9 @@ class Contract:
     """Every connection opens one storage (a durable store's location): ``list`` shows every session."""
     forgets: bool = True
     """The store declares ``forget``: the ``read`` and ``write`` composites forget the cached view first."""
+    rejects_option: bool = False
+    """The store declares ``store:rejects-requireExisting``: every acquire with the option is refused
+    (SS-LIFE-007) and changes nothing, whether the id exists or not."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,10 @@ def _acquire(state: State, call: Call, rules: Contract) -> Step:
     require = bool(call.params.get("requireExisting"))
     placement = call.params.get("placement") if rules.placements is not None else None
     unknown = call.outcome == "info"
+    if require and rules.rejects_option:  # refused as declared (any refusal), never answered
+        if unknown or call.outcome == "fail":
+            return [state], ""
+        return [], f"{sid}: the store declares store:rejects-requireExisting, yet answered the option"
     if existing is None:
         if require:
             why = None if unknown else _refused(call, "not_found")

@@ -55,7 +55,11 @@ def contract_of(world: StoreWorld) -> Contract:
     declared = world.declaration
     durable = declared.durability == "durable"
     return Contract(
-        durable=durable, placements=declared.placements, shared=durable, forgets="forget" in declared.faces
+        durable=durable,
+        placements=declared.placements,
+        shared=durable,
+        forgets="forget" in declared.faces,
+        rejects_option=declared.rejects_require_existing,
     )
 
 
@@ -211,7 +215,9 @@ async def _observe(world: StoreWorld, rec: _Recorder, ids: Any) -> None:
     names = [*(ids if isinstance(ids, list) else []), *(f"${n}" for n in rec.named)]
     reading = (("ownerOf", "ownership"), ("incarnationOf", "incarnationOf"))
     reads = [op for op, face in reading if face in faces]
-    reads.append("read" if "forget" in faces else "acquire")
+    # (``read`` reopens with requireExisting: a store that rejects the option is asked the option itself)
+    rejects = world.declaration.rejects_require_existing
+    reads.append("read" if "forget" in faces and not rejects else "acquire")
     for sid in names:
         for op in reads:
             extra = {"requireExisting": True} if op == "acquire" else {}

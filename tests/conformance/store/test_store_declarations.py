@@ -209,3 +209,39 @@ def test_the_kit_reopens_in_claim_form_only_for_a_store_that_rejects_the_option(
     processes = {c.id for c in load_store_cases() if c.in_processes}
     assert "store/durable-kill-restart" in processes
     assert all(c.startswith("store/replica-") for c in processes - {"store/durable-kill-restart"})
+
+
+def _declared_factory(make: type[object], capabilities: tuple[str, ...]) -> object:
+    def opener(location: str, clock: object) -> object:
+        return make.open(location, clock=clock)  # type: ignore[attr-defined]
+
+    def factory() -> Adapter:
+        return InProcessAdapter(
+            "declared",
+            lambda _cb: ReferenceStoreImplementation("sqlite", opener=opener, capabilities=capabilities),
+        )
+
+    return factory
+
+
+def test_generated_programs_judge_the_option_as_the_store_declares_it() -> None:
+    """A store declaring store:rejects-requireExisting: generation expects the option refused (SS-LIFE-007),
+    so the compliant one passes, and one that answers it is found, the case replaying as a failure (not
+    unsupported: the history's model judges the declared refusal itself)."""
+    from relavium_conformance._store.generation import catch_by_generation, fuzz_store
+
+    declared = rejecting_declaration("sqlite")
+    declaration = declaration_of(declared)
+    compliant = fuzz_store(
+        _declared_factory(RejectsRequireExisting, declared), declaration, examples=60, seed=0
+    )
+    assert compliant.failure is None, compliant.message
+    [broken] = [b for b in BROKEN_STORES if b.name == "declared-rejection-creates"]
+
+    def broken_factory() -> Adapter:
+        return InProcessAdapter(broken.name, lambda _cb: broken.implementation())
+
+    found = catch_by_generation(broken_factory, declaration_of(tuple(broken.implementation().capabilities)))
+    assert found is not None
+    replay, _hello = asyncio.run(run_store_cases(broken_factory, [found.case]))
+    assert [c.status for c in replay.cases] == [CaseStatus.FAILED], replay.cases
