@@ -174,7 +174,7 @@ def _run_shard(
     adapter = make_adapter()
     handles = [position + 1 for position in positions]
     work = run_cases(adapter, cases, timeout=timeout, snapshots=snapshots, handles=handles)
-    worker = multiprocessing.parent_process() is not None
+    worker = bool(_FORKED.get("stoppable")) and multiprocessing.parent_process() is not None  # (a pool's)
     try:
         outcome = run_sync(_stoppable(work) if worker else sigterm_cancels(work, []))
     except RunInterrupted as stop:  # the parent's SIGTERM: the cases that finished go back
