@@ -5,6 +5,7 @@ the window measured against, and what a skipped or refused pre-send compaction d
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,6 +35,46 @@ from relavium_reference._rules.projection import (
 )
 
 __all__: list[str] = []  # the breaks register themselves (see ``base.break_of``)
+
+
+# -- the trigger's measurement, edited: most breaks below change one thing of it, in some moments only --
+
+_Edit = Callable[[AgentSession, Measurement], Measurement]
+_When = Callable[[AgentSession, Measurement, str | None], bool]
+
+
+def _always(_session: AgentSession, _measured: Measurement, _pending_user: str | None) -> bool:
+    return True
+
+
+def _after_turn(_session: AgentSession, _measured: Measurement, pending_user: str | None) -> bool:
+    """The after-turn moment: no user text is waiting to be sent."""
+    return pending_user is None
+
+
+def _reservation_unset(session: AgentSession) -> bool:
+    """Neither maxTokens nor maxTokensEstimate is set: the 4096 default reservation applies."""
+    return session._agent.max_tokens is None and session._max_tokens_estimate is None
+
+
+def _retyped(kind: type[Measurement]) -> _Edit:
+    """The same measurement as ``kind``, a ``Measurement`` whose comparison differs."""
+    return lambda _session, m: kind(m.input_tokens, m.reservation, m.window, m.threshold)
+
+
+def _edited(edit: _Edit, *, when: _When = _always) -> Any:
+    """An ``_automatic_measurement`` that gives the engine's measurement through ``edit`` where ``when``
+    holds (and unchanged elsewhere, or ``None`` where the engine measures nothing)."""
+
+    def _automatic_measurement(
+        self: AgentSession, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
+    ) -> Measurement | None:
+        measured = AgentSession._automatic_measurement(self, pending_user, progress, policy)
+        if measured is None or not when(self, measured, pending_user):
+            return measured
+        return edit(self, measured)
+
+    return _automatic_measurement
 
 
 @break_of(
@@ -199,11 +240,7 @@ class _SmallestWindow(AgentSession):
 class _IgnoresReservation(AgentSession):
     """The trigger compares with the threshold alone (no input-plus-reservation comparison)."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        return None if measured is None else replace(measured, reservation=0)
+    _automatic_measurement = _edited(lambda _session, measured: replace(measured, reservation=0))
 
 
 @break_of(
@@ -214,13 +251,11 @@ class _IgnoresReservation(AgentSession):
 class _ReservationFromEstimate(AgentSession):
     """The output reservation is taken from maxTokensEstimate even when the request sets maxTokens."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None:
-            return None
-        return replace(measured, reservation=output_reservation(None, self._max_tokens_estimate))
+    _automatic_measurement = _edited(
+        lambda session, measured: replace(
+            measured, reservation=output_reservation(None, session._max_tokens_estimate)
+        )
+    )
 
 
 @break_of(
@@ -313,15 +348,7 @@ class _InclusiveReservation(Measurement):
 class _ThresholdInclusive(AgentSession):
     """The threshold comparison is ``>=``: a request measured exactly at the bound compacts."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None:
-            return None
-        return _InclusiveThreshold(
-            measured.input_tokens, measured.reservation, measured.window, measured.threshold
-        )
+    _automatic_measurement = _edited(_retyped(_InclusiveThreshold))
 
 
 @break_of(
@@ -332,15 +359,7 @@ class _ThresholdInclusive(AgentSession):
 class _ReservationInclusive(AgentSession):
     """The window comparison is ``>=``: a request whose input plus reservation equals the window compacts."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None:
-            return None
-        return _InclusiveReservation(
-            measured.input_tokens, measured.reservation, measured.window, measured.threshold
-        )
+    _automatic_measurement = _edited(_retyped(_InclusiveReservation))
 
 
 @break_of(
@@ -351,13 +370,10 @@ class _ReservationInclusive(AgentSession):
 class _DefaultThresholdIgnored(AgentSession):
     """The host's unset threshold (the dataclass default) is read as 0.9: no case sets 0.8 explicitly."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None or measured.threshold != DEFAULT_COMPACT_THRESHOLD:
-            return measured
-        return replace(measured, threshold=0.9)
+    _automatic_measurement = _edited(
+        lambda _session, measured: replace(measured, threshold=0.9),
+        when=lambda _session, measured, _pending: measured.threshold == DEFAULT_COMPACT_THRESHOLD,
+    )
 
 
 @break_of(
@@ -368,14 +384,10 @@ class _DefaultThresholdIgnored(AgentSession):
 class _TriggerDefaultReservationIgnored(AgentSession):
     """The trigger's reservation falls to 0 instead of 4096 when nothing sets it."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        unset = self._agent.max_tokens is None and self._max_tokens_estimate is None
-        if measured is None or not unset:
-            return measured
-        return replace(measured, reservation=0)
+    _automatic_measurement = _edited(
+        lambda _session, measured: replace(measured, reservation=0),
+        when=lambda session, _measured, _pending: _reservation_unset(session),
+    )
 
 
 @break_of(
@@ -389,15 +401,7 @@ class _TriggerDefaultReservationIgnored(AgentSession):
 class _AfterTurnThresholdInclusive(AgentSession):
     """After the turn (no pending user), the threshold comparison is ``>=``; before it, strict."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None or pending_user is not None:
-            return measured
-        return _InclusiveThreshold(
-            measured.input_tokens, measured.reservation, measured.window, measured.threshold
-        )
+    _automatic_measurement = _edited(_retyped(_InclusiveThreshold), when=_after_turn)
 
 
 @dataclass(frozen=True)
@@ -424,19 +428,12 @@ class _RoundedFill(Measurement):
 class _AfterTurnRoundedFill(AgentSession):
     """After the turn, the trigger reads the fill the session reports (a whole percentage)."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None or pending_user is not None:
-            return measured
-        return _RoundedFill(measured.input_tokens, measured.reservation, measured.window, measured.threshold)
+    _automatic_measurement = _edited(_retyped(_RoundedFill), when=_after_turn)
 
 
-def _presend_default(session: AgentSession, pending_user: str | None) -> bool:
+def _presend_default(session: AgentSession, _measured: Measurement, pending_user: str | None) -> bool:
     """A pre-send measurement (a pending user) with neither maxTokens nor maxTokensEstimate set."""
-    unset = session._agent.max_tokens is None and session._max_tokens_estimate is None
-    return pending_user is not None and unset
+    return pending_user is not None and _reservation_unset(session)
 
 
 @break_of(
@@ -450,15 +447,7 @@ def _presend_default(session: AgentSession, pending_user: str | None) -> bool:
 class _PresendDefaultFreeSpaceInclusive(AgentSession):
     """The pre-send trigger's default path asks for more than 4096 tokens free instead of 4096."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None or not _presend_default(self, pending_user):
-            return measured
-        return _InclusiveReservation(
-            measured.input_tokens, measured.reservation, measured.window, measured.threshold
-        )
+    _automatic_measurement = _edited(_retyped(_InclusiveReservation), when=_presend_default)
 
 
 @break_of(
@@ -472,13 +461,9 @@ class _PresendDefaultFreeSpaceInclusive(AgentSession):
 class _PresendDefaultReservationIgnored(AgentSession):
     """The pre-send trigger reserves nothing when nothing sets the reservation."""
 
-    def _automatic_measurement(
-        self, pending_user: str | None, progress: TurnProgress, policy: TurnPolicy
-    ) -> Measurement | None:
-        measured = super()._automatic_measurement(pending_user, progress, policy)
-        if measured is None or not _presend_default(self, pending_user):
-            return measured
-        return replace(measured, reservation=0)
+    _automatic_measurement = _edited(
+        lambda _session, measured: replace(measured, reservation=0), when=_presend_default
+    )
 
 
 @break_of(
